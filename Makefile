@@ -1,0 +1,53 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+CLUSTER := hack/cluster
+CLUSTER_BIN := $(CLUSTER)/bin
+KUBECTL := $(CLUSTER_BIN)/kubectl
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/tmplop/operator/cmd/operator/app.version=$(VERSION)
+
+.PHONY: all build test vet fmt bench demo cluster-bin cluster-up cluster-down clean
+
+all: build
+
+## build: the operator binary, bin/operator
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/operator ./cmd/operator
+
+## cluster-bin: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+## kubectl and kwok, rebuilt only when their pinned versions change
+cluster-bin: $(CLUSTER_BIN)/.stamp
+$(CLUSTER_BIN)/.stamp: $(CLUSTER)/go.mod $(CLUSTER)/go.sum $(CLUSTER)/kwok/go.mod $(CLUSTER)/kwok/go.sum \
+		$(CLUSTER)/scripts/build.sh $(CLUSTER)/scripts/stages.sh $(wildcard $(CLUSTER)/cmd/*/*.go)
+	bash $(CLUSTER)/scripts/build.sh
+	touch $@
+
+## cluster-up / cluster-down: a local control plane on 127.0.0.1 (hack/cluster/.run)
+cluster-up: cluster-bin
+	bash $(CLUSTER)/scripts/up.sh
+cluster-down:
+	bash $(CLUSTER)/scripts/down.sh
+
+## test: everything, unit and integration, each integration package on a
+## control plane of its own
+test: cluster-bin vet
+	@test -z "$$(gofmt -l cmd engine test)" || { echo "gofmt needed:"; gofmt -l cmd engine test; exit 1; }
+	env -u KUBECONFIG $(GO) test -race -count=1 -timeout 25m ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w cmd engine test
+
+## bench: the benchmarks behind the performance figures
+bench: cluster-bin
+	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./...
+
+## demo: local control plane + CRDs + operator on templates/ + examples/
+demo: cluster-bin build
+	bash hack/demo.sh
+
+clean:
+	rm -rf bin

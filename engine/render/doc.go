@@ -1,0 +1,70 @@
+// Package render is the pure templating step of the operator: it turns one
+// template folder and one custom resource into the child manifests to apply
+// and, once those are applied, into the resource's .status.
+//
+// It sits between the catalog, which finds the folders, and the apply step,
+// which talks to the cluster:
+//
+//	catalog: reads kind.yaml, calls ParseFS once per folder
+//	  -> render (this package): Set.Children(object) -> manifests
+//	  -> apply: server-side applies the manifests, collects the live children
+//	  -> render (this package): Set.Status(object + live children) -> .status
+//	  -> status writer: patches .status, requeues after Result.RequeueAfter
+//
+// The package imports no client and does no I/O once ParseFS has returned:
+// cluster reads go through the caller's [Lookup] (informer caches) and the
+// clock through [Input.Now], so a render is a function of its Input and can
+// run offline, as `helm template` does.
+//
+// The design follows Helm's pkg/engine, so that chart authors find the same
+// behaviour: every file of a folder is parsed into one template set so that
+// named templates are shared, files named `_*` are helpers with no output,
+// missing keys read as empty ("<no value>" is removed from the output),
+// sprig's functions are available except env and expandenv, and Helm's
+// include, tpl, required, toYaml, fromYaml, toJson, fromJson and lookup
+// behave as in Helm.
+//
+// # What templates see
+//
+// The dot is a map: .Object (the whole resource), .Name, .Namespace, .Spec,
+// .Status, .Labels, .Annotations, and in status.yaml .Children, the live
+// children by kind then name:
+//
+//	readyReplicas: {{ (index .Children.Deployment .Name).status.readyReplicas }}
+//	readyReplicas: {{ dig "Deployment" .Name "status" "readyReplicas" 0 .Children }}
+//
+// The maps are never nil, so .Spec.size reads as empty on an object without
+// spec; the second form also survives a kind with no children.
+//
+// Besides sprig and Helm's functions, templates have lookupSelect (lookup
+// with a label selector), requeueAfter (render again after a duration: the
+// soonest call wins, see Result.RequeueAfter) and durationUntil (from
+// Input.Now to a time), which compose:
+//
+//	{{ requeueAfter (durationUntil .Spec.expiresAt) }}
+//
+// now returns Input.Now too, so a render reads a single clock.
+//
+// # Responsibilities
+//
+//   - Classify the top-level files of a folder: *.yaml and *.yml are child
+//     templates, status.yaml renders the status, `_*` files hold helpers,
+//     kind.yaml and everything else are not templates.
+//   - Parse them once (ParseFS, Parse) and report template errors as *Error
+//     with file and line, so the caller can surface them in a condition.
+//   - Render each call in a clone of the parsed set with per-render functions
+//     (include depth, lookup, requeueAfter, the clock) bound to the clone, so
+//     one Set serves many goroutines and renders never share state.
+//   - Present the object to templates as .Object, .Name, .Namespace, .Spec,
+//     .Status, .Labels, .Annotations (and .Children for status.yaml), on a
+//     deep copy so that templates can never mutate the caller's objects or
+//     informer caches.
+//   - Split child output into YAML documents, skip empty ones, decode the
+//     rest as the API server would (whole numbers as int64) and check that
+//     each can be server-side applied (apiVersion, kind, metadata.name).
+//   - Decode status.yaml into a mapping and collect the soonest requeueAfter.
+//
+// It does not read kind.yaml, apply anything, set owner references or
+// labels on the manifests, or decide which children to prune: those belong
+// to the callers.
+package render

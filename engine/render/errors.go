@@ -1,0 +1,130 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// Error is a template error located in a file.
+//
+// Every error returned by ParseFS, Parse, Set.Children and Set.Status is an
+// *Error (possibly wrapped), so callers can use errors.As to put the file and
+// line into a status condition. Template is empty only for errors about the
+// Input itself, which no file caused.
+type Error struct {
+	Template string // file name, e.g. "deployment.yaml"
+	Line     int    // 1-based; 0 when unknown
+	Message  string // e.g. `spec.size is required`, without the text/template noise
+
+	// err is the original error, kept so that errors.Is can still see what a
+	// Lookup returned (context.Canceled, a NotFound from the cache...).
+	err error
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Template == "":
+		return e.Message
+	case e.Line > 0:
+		return e.Template + ":" + strconv.Itoa(e.Line) + ": " + e.Message
+	default:
+		return e.Template + ": " + e.Message
+	}
+}
+
+// Unwrap returns the error the message was taken from.
+func (e *Error) Unwrap() error { return e.err }
+
+// funcError is what our template functions return. text/template wraps it in
+// "template: file:line:col: executing ... error calling fn: ..."; finding it
+// in the chain lets execError report the author's message (required, fail)
+// or the Lookup's error alone, as Helm does with its HELM_ERR markers, but
+// without parsing strings.
+type funcError struct {
+	msg   string
+	cause error
+	// sticky errors are passed up unchanged by include and tpl instead of
+	// being nested once more: a recursion limit hit 1000 calls deep would
+	// otherwise build 1000 error strings, each containing all the inner ones.
+	sticky bool
+}
+
+func (e *funcError) Error() string { return e.msg }
+func (e *funcError) Unwrap() error { return e.cause }
+
+func funcErrorf(format string, args ...any) *funcError {
+	return &funcError{msg: fmt.Sprintf(format, args...)}
+}
+
+// location matches the prefix text/template puts on parse and execution
+// errors: "template: NAME:LINE: " (parse) or "template: NAME:LINE:COL: " (exec).
+var location = regexp.MustCompile(`^template: (.+?):(\d+)(?::\d+)?: `)
+
+// executing matches the `executing "name" ` that follows an execution error's
+// location; the template name is noise once the file is known.
+var executing = regexp.MustCompile(`^executing "(?:[^"\\]|\\.)*" `)
+
+// splitLocation splits a text/template error message into the template name,
+// the line (0 when absent) and the rest of the message.
+func splitLocation(msg string) (name string, line int, rest string, ok bool) {
+	if m := location.FindStringSubmatchIndex(msg); m != nil {
+		line, _ = strconv.Atoi(msg[m[4]:m[5]])
+		return msg[m[2]:m[3]], line, msg[m[1]:], true
+	}
+	// Errors raised before execution reached a node have no line:
+	// "template: NAME: message".
+	if after, found := strings.CutPrefix(msg, "template: "); found {
+		if name, rest, found := strings.Cut(after, ": "); found {
+			return name, 0, rest, true
+		}
+	}
+	return "", 0, msg, false
+}
+
+// parseError turns a text/template parse error into an *Error for file.
+func parseError(file string, err error) *Error {
+	e := &Error{Template: file, Message: err.Error(), err: err}
+	if name, line, rest, ok := splitLocation(err.Error()); ok && name == file {
+		e.Line, e.Message = line, rest
+	}
+	return e
+}
+
+// execError turns an execution error of file into an *Error.
+//
+// text/template nests errors: a failure inside an included helper reads
+// `template: deployment.yaml:3:4: executing ... error calling include:
+// template: _helpers.tpl:2:5: executing ... at <.Spec.a.b>: nil pointer ...`.
+// The innermost location that is one of the folder's files is where the
+// failing action is, and the innermost message is the one that explains it.
+// Locations inside tpl strings are not files: the tpl call site is reported.
+func (s *Set) execError(file string, err error) *Error {
+	e := &Error{Template: file, Message: err.Error(), err: err}
+	for cur := err; cur != nil; cur = errors.Unwrap(cur) {
+		switch x := cur.(type) {
+		case template.ExecError:
+			name, line, rest, ok := splitLocation(x.Err.Error())
+			if !ok {
+				e.Message = x.Err.Error()
+				continue
+			}
+			if _, isFile := s.files[name]; isFile {
+				e.Template, e.Line = name, line
+			}
+			e.Message = executing.ReplaceAllLiteralString(rest, "")
+		case *funcError:
+			e.Message = x.msg
+			return e
+		}
+	}
+	return e
+}
+
+// documentError is a problem with one rendered YAML document of file.
+func documentError(file string, index int, format string, args ...any) *Error {
+	return &Error{Template: file, Message: fmt.Sprintf("document %d: ", index) + fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,123 @@
+package render
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// baseFuncs is the function map every Set is parsed with. It is built once:
+// sprig.TxtFuncMap allocates a fresh map of ~200 entries on every call, and
+// template.Funcs copies what it is given, so sharing it is safe.
+var baseFuncs = sync.OnceValue(func() template.FuncMap {
+	funcs := sprig.TxtFuncMap()
+
+	// The operator's environment (credentials, kubeconfig paths) must not
+	// leak into manifests that any author of a template folder can write.
+	delete(funcs, "env")
+	delete(funcs, "expandenv")
+	// A render does no I/O; Helm also answers "" here unless DNS is enabled.
+	funcs["getHostByName"] = func(string) string { return "" }
+
+	maps.Copy(funcs, template.FuncMap{
+		"toYaml":        toYAML,
+		"fromYaml":      fromYAML,
+		"fromYamlArray": fromYAMLArray,
+		"toJson":        toJSON,
+		"fromJson":      fromJSON,
+		"fromJsonArray": fromJSONArray,
+		"required":      required,
+		"fail":          fail,
+	})
+
+	// Functions with per-render state are bound to each render's clone of
+	// the set (renderState.bind); the parser only needs their names to exist.
+	for _, name := range boundFuncNames {
+		funcs[name] = unbound
+	}
+	return funcs
+})
+
+// boundFuncNames are the functions renderState.bind replaces on every clone.
+var boundFuncNames = []string{"include", "tpl", "lookup", "lookupSelect", "requeueAfter", "durationUntil", "now"}
+
+var errUnbound = errors.New("template function called outside a render")
+
+func unbound(...any) (string, error) { return "", errUnbound }
+
+// toYAML marshals v as Helm does: errors are swallowed (a template cannot
+// handle them) and the trailing newline is trimmed so `| nindent` works.
+func toYAML(v any) string {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(data), "\n")
+}
+
+// fromYAML decodes a YAML mapping; as in Helm, a decoding error is reported
+// under the key "Error" rather than failing the render.
+func fromYAML(str string) map[string]any {
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(str), &m); err != nil {
+		m["Error"] = err.Error()
+	}
+	return m
+}
+
+// fromYAMLArray decodes a YAML list; on error the list holds the message.
+func fromYAMLArray(str string) []any {
+	a := []any{}
+	if err := yaml.Unmarshal([]byte(str), &a); err != nil {
+		a = []any{err.Error()}
+	}
+	return a
+}
+
+func toJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+func fromJSON(str string) map[string]any {
+	m := map[string]any{}
+	if err := json.Unmarshal([]byte(str), &m); err != nil {
+		m["Error"] = err.Error()
+	}
+	return m
+}
+
+func fromJSONArray(str string) []any {
+	a := []any{}
+	if err := json.Unmarshal([]byte(str), &a); err != nil {
+		a = []any{err.Error()}
+	}
+	return a
+}
+
+// required fails the render with msg when val is missing: nil (an absent
+// key reads as nil with missingkey=zero) or the empty string.
+func required(msg string, val any) (any, error) {
+	if val == nil {
+		return nil, &funcError{msg: msg}
+	}
+	if s, ok := val.(string); ok && s == "" {
+		return val, &funcError{msg: msg}
+	}
+	return val, nil
+}
+
+// fail replaces sprig's so that the author's message reaches the status
+// condition without the "error calling fail:" prefix.
+func fail(msg string) (string, error) {
+	return "", &funcError{msg: msg}
+}

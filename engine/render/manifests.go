@@ -1,0 +1,198 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// document is one YAML document of a template's output.
+type document struct {
+	line int    // 1-based line of the output where it starts, for YAML errors
+	text []byte // without the separator line
+}
+
+// splitDocuments splits output on `---` lines, as Helm's manifest splitter
+// does. Every `---` line starts a document, even one followed by content
+// ("--- a: 1"), so that no content hides behind a separator: the YAML
+// decoder reads one document and would silently drop the rest.
+func splitDocuments(out []byte) []document {
+	var docs []document
+	start, startLine := 0, 1
+	for pos, line := 0, 1; pos < len(out); line++ {
+		end := bytes.IndexByte(out[pos:], '\n')
+		if end < 0 {
+			end = len(out)
+		} else {
+			end += pos
+		}
+		if restAt, ok := separator(out[pos:end]); ok {
+			docs = append(docs, document{line: startLine, text: out[start:pos]})
+			start, startLine = end+1, line+1
+			if restAt >= 0 {
+				// Content after "--- " belongs to the next document.
+				start, startLine = pos+restAt, line
+			}
+		}
+		pos = end + 1
+	}
+	if start < len(out) {
+		docs = append(docs, document{line: startLine, text: out[start:]})
+	}
+	return docs
+}
+
+// separator reports whether line is a document separator, and where the
+// content that follows the `---` on it starts (-1 for none or a comment).
+func separator(line []byte) (restAt int, ok bool) {
+	line = bytes.TrimRight(line, " \t\r")
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return -1, false
+	}
+	if len(line) == 3 {
+		return -1, true
+	}
+	if line[3] != ' ' && line[3] != '\t' {
+		return -1, false // "----" or "---x" is content, not a separator
+	}
+	restAt = len(line) - len(bytes.TrimLeft(line[3:], " \t"))
+	if line[restAt] == '#' {
+		return -1, true
+	}
+	return restAt, true
+}
+
+// blank reports whether a document has nothing but whitespace and comments.
+func blank(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendManifests decodes the output of the child template file and appends
+// its manifests to ms.
+func appendManifests(ms []Manifest, file string, out []byte) ([]Manifest, error) {
+	index := 0
+	for _, doc := range splitDocuments(out) {
+		if blank(doc.text) {
+			continue
+		}
+		v, err := decodeYAML(doc)
+		if err != nil {
+			return nil, documentError(file, index, "%v", err)
+		}
+		if v == nil {
+			continue // "null" or "~": no object, like an empty document
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, documentError(file, index, "a manifest must be a YAML mapping, got %s", describe(v))
+		}
+		if msg := checkManifest(obj); msg != "" {
+			return nil, documentError(file, index, "%s", msg)
+		}
+		ms = append(ms, Manifest{Template: file, Index: index, Object: &unstructured.Unstructured{Object: obj}})
+		index++
+	}
+	return ms, nil
+}
+
+// checkManifest returns why obj cannot be server-side applied, or "".
+func checkManifest(obj map[string]any) string {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	switch {
+	case apiVersion == "":
+		return "apiVersion is required (a non-empty string)"
+	case kind == "":
+		return "kind is required (a non-empty string)"
+	}
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return kind + ": metadata.name is required"
+	}
+	if name, _ := meta["name"].(string); name != "" {
+		return ""
+	}
+	if _, ok := meta["generateName"]; ok {
+		return kind + ": metadata.generateName is not supported, set metadata.name: server-side apply needs a name"
+	}
+	return kind + ": metadata.name is required (a non-empty string)"
+}
+
+// decodeStatus decodes status.yaml's output: one mapping, or nothing.
+func decodeStatus(out []byte) (map[string]any, error) {
+	var found *document
+	for _, doc := range splitDocuments(out) {
+		if blank(doc.text) {
+			continue
+		}
+		if found != nil {
+			return nil, &Error{Template: statusFile, Message: "must render a single YAML mapping, got several documents"}
+		}
+		found = &doc
+	}
+	if found == nil {
+		return nil, nil
+	}
+	v, err := decodeYAML(*found)
+	if err != nil {
+		return nil, &Error{Template: statusFile, Message: err.Error()}
+	}
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return v, nil
+	default:
+		return nil, &Error{Template: statusFile, Message: "must render a YAML mapping, got " + describe(v)}
+	}
+}
+
+// yamlLine finds the line number in the YAML library's error messages.
+var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+): (.*)$`)
+
+// decodeYAML decodes a document as the API server returns objects: through
+// JSON, with whole numbers as int64 (sigs.k8s.io/yaml alone gives float64).
+func decodeYAML(doc document) (any, error) {
+	data, err := yaml.YAMLToJSON(doc.text)
+	if err != nil {
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			// The library counts from the document; the author reads the
+			// rendered output, so report the line there.
+			n, _ := strconv.Atoi(m[1])
+			return nil, fmt.Errorf("invalid YAML at line %d of the output: %s", doc.line+n-1, m[2])
+		}
+		return nil, fmt.Errorf("invalid YAML: %v", err)
+	}
+	var v any
+	if err := utiljson.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %v", err)
+	}
+	return v, nil
+}
+
+// describe names the YAML type of a decoded value for error messages.
+func describe(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}

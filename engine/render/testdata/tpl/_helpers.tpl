@@ -1,0 +1,3 @@
+{{- define "tpl.fullname" -}}
+{{ .Namespace }}-{{ .Name }}
+{{- end }}

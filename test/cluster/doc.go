@@ -1,0 +1,15 @@
+// Package cluster gives integration tests a real Kubernetes control plane:
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with
+// one fake Node, built from Go modules by hack/cluster (make cluster-bin).
+//
+// A test package starts one control plane for all of its tests from TestMain:
+//
+//	var env *cluster.Cluster
+//
+//	func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env)) }
+//
+// When KUBECONFIG points at the kubeconfig that `make cluster-up` wrote
+// (hack/cluster/.run/kubeconfig), that control plane is used instead and left
+// running. No other cluster is ever used: a KUBECONFIG that points elsewhere
+// is ignored, so tests can never write into a real cluster by accident.
+package cluster
