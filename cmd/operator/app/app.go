@@ -1,0 +1,49 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// version is set at build time (-ldflags -X).
+var version = "dev"
+
+// Main runs the command line and returns the process exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := NewRootCommand(os.Stdout, os.Stderr)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewRootCommand returns the operator command with its sub-commands.
+func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "operator",
+		Short:         "A Kubernetes operator driven by template folders",
+		Long:          "operator watches custom resources and, for each object, renders the child manifests of its kind's template folder, applies them with server-side apply and writes the object's status.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	// klog's -v and friends, as every Kubernetes component has them.
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	cmd.PersistentFlags().AddGoFlag(fs.Lookup("v"))
+	cmd.PersistentFlags().AddGoFlag(fs.Lookup("vmodule"))
+	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out))
+	return cmd
+}

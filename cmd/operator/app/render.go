@@ -1,0 +1,187 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/status"
+)
+
+type renderFlags struct {
+	templates    string
+	file         string
+	children     string
+	fieldManager string
+}
+
+// placeholderUID stands in for the UID of a custom resource read from a file
+// without one, so that owner references and labels are complete.
+const placeholderUID = "00000000-0000-0000-0000-000000000000"
+
+// NewRenderCommand renders offline what run would apply.
+func NewRenderCommand(out io.Writer) *cobra.Command {
+	f := &renderFlags{}
+	cmd := &cobra.Command{
+		Use:   "render --templates DIR -f CR.yaml [--children LIVE.yaml]",
+		Short: "Render the children and status of custom resources offline, as run would apply them",
+		Long: `render prints, without a cluster, the child manifests that run would apply for each custom
+resource in the file (with the namespace, owner reference and labels the engine adds), then the
+status it would write. --children gives live children (a List or YAML documents) for status.yaml
+to read; without it, status.yaml sees the rendered children. Lookups read nothing offline.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return renderCmd(out, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind")
+	fl.StringVarP(&f.file, "filename", "f", "", "custom resources to render (YAML; '-' for stdin)")
+	fl.StringVar(&f.children, "children", "", "live children for status.yaml (YAML)")
+	fl.StringVar(&f.fieldManager, "field-manager", "operator", "as for run: the children's managed-by label")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func renderCmd(out io.Writer, f *renderFlags) error {
+	kinds, skipped, err := catalog.Load(f.templates)
+	if err != nil {
+		return err
+	}
+	byGK := map[schema.GroupKind]*catalog.Kind{}
+	for _, k := range kinds {
+		byGK[k.GVK.GroupKind()] = k
+	}
+	objs, err := readObjects(f.file)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.file, err)
+	}
+	var live []*unstructured.Unstructured
+	if f.children != "" {
+		if live, err = readObjects(f.children); err != nil {
+			return fmt.Errorf("read %s: %w", f.children, err)
+		}
+	}
+	var buf bytes.Buffer
+	for _, obj := range objs {
+		k := byGK[obj.GroupVersionKind().GroupKind()]
+		if k == nil {
+			for _, s := range skipped {
+				fmt.Fprintln(os.Stderr, "warning:", s)
+			}
+			return fmt.Errorf("%s %q: no kind folder in %s serves %s", obj.GetKind(), obj.GetName(), f.templates, obj.GroupVersionKind().GroupKind())
+		}
+		if err := renderOne(&buf, k, obj, live, f); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	_, err = out.Write(buf.Bytes())
+	return err
+}
+
+func renderOne(w io.Writer, k *catalog.Kind, obj *unstructured.Unstructured, live []*unstructured.Unstructured, f *renderFlags) error {
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	if obj.GetUID() == "" {
+		obj.SetUID(placeholderUID)
+	}
+	now := time.Now()
+	plan, err := reconcile.MakePlan(k, obj, render.Input{Now: now}, kube.OfflineNamespaced, f.fieldManager)
+	if err != nil {
+		return err
+	}
+	children := map[string]map[string]any{}
+	add := func(u *unstructured.Unstructured) {
+		if children[u.GetKind()] == nil {
+			children[u.GetKind()] = map[string]any{}
+		}
+		children[u.GetKind()][u.GetName()] = u.Object
+	}
+	for _, c := range plan.Children {
+		data, err := yaml.Marshal(c.Object.Object)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "---\n# Source: %s\n%s", filepath.Join(k.Name, c.Template), data)
+		if live == nil {
+			add(c.Object)
+		}
+	}
+	for _, u := range live {
+		add(u)
+	}
+	sres, err := k.Templates.Status(render.Input{Object: obj.Object, Children: children, Now: now})
+	if err != nil {
+		return err
+	}
+	rendered := sres.Status
+	if rendered == nil {
+		rendered = map[string]any{}
+	}
+	st, err := status.Desired(obj, rendered, status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration()), now)
+	if err != nil {
+		return err
+	}
+	data, err := yaml.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "---\n# Status of %s %s/%s (preview)\n%s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), data)
+	if d := reconcile.Soonest(plan.RequeueAfter, sres.RequeueAfter); d > 0 {
+		fmt.Fprintf(w, "# requeueAfter: %s\n", d.Round(time.Second))
+	}
+	return nil
+}
+
+// readObjects reads YAML documents, unrolling List objects.
+func readObjects(path string) ([]*unstructured.Unstructured, error) {
+	var r io.Reader
+	if path == "-" {
+		r = os.Stdin
+	} else {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.IsList() {
+			l, err := u.ToList()
+			if err != nil {
+				return nil, err
+			}
+			for i := range l.Items {
+				out = append(out, &l.Items[i])
+			}
+			continue
+		}
+		out = append(out, u)
+	}
+}

@@ -1,0 +1,19 @@
+// Package catalog turns a templates directory into the kinds the operator
+// serves. It is the first step of the flow and runs once per folder, not per
+// reconcile:
+//
+//	catalog (this package): templates/<folder>/kind.yaml + templates -> Kind
+//	  -> controller: informer, queue and workers for Kind.GVK
+//	  -> reconcile: render -> apply children -> observe -> status
+//
+// # Responsibilities
+//
+//   - Find the kind folders: each sub-folder holding a kind.yaml.
+//   - Read kind.yaml strictly (an unknown field is an error, not a silent
+//     no-op) and check it.
+//   - Parse the folder's templates once (render.ParseFS), so that a broken
+//     template is reported at load with its file and line, never at
+//     reconcile time.
+//   - Keep one bad folder from stopping the others: Load returns the valid
+//     kinds and, separately, an error for each folder it skipped.
+package catalog

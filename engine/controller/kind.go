@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/reconcile"
+)
+
+// drainTimeout bounds how long a stopping kind waits for in-flight
+// reconciles before canceling their requests.
+const drainTimeout = 30 * time.Second
+
+// kindController serves one kind: informer -> queue -> workers.
+type kindController struct {
+	kind       *catalog.Kind
+	client     *kube.Client
+	namespace  string
+	children   *childWatches
+	lookups    *kindLookups
+	reconciler *reconcile.Reconciler
+	stats      *reconcile.Stats
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	queue    workqueue.TypedRateLimitingInterface[string]
+	informer cache.SharedIndexInformer
+}
+
+func (c *kindController) stop() {
+	c.cancel()
+	<-c.done
+}
+
+func (c *kindController) enqueue(key string) {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q != nil {
+		q.Add(key)
+	}
+}
+
+// run serves the kind until ctx is done.
+func (c *kindController) run(ctx context.Context) {
+	defer close(c.done)
+	log := klog.FromContext(ctx)
+	// A kind whose CRD is not installed yet waits for it; the mapper's
+	// discovery is reset on every miss, so installing the CRD is enough.
+	mapping := waitForMapping(ctx, c)
+	if mapping == nil {
+		return
+	}
+	if err := c.lookups.prepare(ctx, c.kind); err != nil {
+		log.Error(err, "Kind not started: its lookups cannot be served")
+		return
+	}
+
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: c.kind.GVK.GroupKind().String()})
+	informer := dynamicinformer.NewFilteredDynamicInformer(c.client.Dynamic, mapping.Resource, c.namespace, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.add(queue, obj) },
+		UpdateFunc: func(old, cur any) {
+			if needsReconcile(old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured)) {
+				c.add(queue, cur)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.lookups.w.forget(parentRef{gk: c.kind.GVK.GroupKind(), key: key})
+			}
+		},
+	})
+	c.mu.Lock()
+	c.queue, c.informer = queue, informer
+	c.mu.Unlock()
+
+	go informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		queue.ShutDown()
+		return
+	}
+	log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers())
+
+	// Workers get a context of their own, so that stopping lets in-flight
+	// reconciles finish their writes (drain) instead of cutting them off.
+	workCtx, cancelWork := context.WithCancel(klog.NewContext(context.Background(), log))
+	defer cancelWork()
+	var wg sync.WaitGroup
+	for range c.kind.Workers() {
+		wg.Go(func() {
+			for c.processNext(workCtx, queue) {
+			}
+		})
+	}
+	<-ctx.Done()
+	drained := make(chan struct{})
+	go func() { queue.ShutDownWithDrain(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		log.Info("Drain timed out; canceling in-flight reconciles")
+		cancelWork()
+		queue.ShutDown()
+	}
+	wg.Wait()
+	log.Info("Stopped kind")
+}
+
+func waitForMapping(ctx context.Context, c *kindController) *meta.RESTMapping {
+	log := klog.FromContext(ctx)
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second}
+	for {
+		m, err := c.client.Mapping(c.kind.GVK)
+		if err == nil {
+			return m
+		}
+		d := backoff.Step()
+		log.Info("Waiting for the kind to be served by the API server (is its CRD installed?)", "err", err.Error(), "retryIn", d.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+	}
+}
+
+func (c *kindController) add(q workqueue.TypedRateLimitingInterface[string], obj any) {
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		q.Add(key)
+	}
+}
+
+// needsReconcile is true for changes the templates can see or that the
+// engine must act on, and false for status-only updates: the operator's own
+// status write must not reconcile again.
+func needsReconcile(old, cur *unstructured.Unstructured) bool {
+	return old.GetGeneration() != cur.GetGeneration() ||
+		old.GetUID() != cur.GetUID() ||
+		!equality.Semantic.DeepEqual(old.GetLabels(), cur.GetLabels()) ||
+		!equality.Semantic.DeepEqual(old.GetAnnotations(), cur.GetAnnotations()) ||
+		!equality.Semantic.DeepEqual(old.GetDeletionTimestamp(), cur.GetDeletionTimestamp()) ||
+		(cur.GetDeletionTimestamp() != nil && !equality.Semantic.DeepEqual(old.GetFinalizers(), cur.GetFinalizers()))
+}
+
+func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	res, err := c.reconcileKey(ctx, key)
+	c.handle(ctx, q, key, res, err)
+	return true
+}
+
+// reconcileKey loads the object from the cache and reconciles a copy. A
+// panic is recovered into an error: one object never crashes the operator.
+func (c *kindController) reconcileKey(ctx context.Context, key string) (res reconcile.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.PanicsHandled })
+			err = fmt.Errorf("panic while reconciling %s: %v", key, r)
+		}
+	}()
+	obj, exists, err := c.informer.GetIndexer().GetByKey(key)
+	if err != nil {
+		return res, fmt.Errorf("get %s from cache: %w", key, err)
+	}
+	if !exists {
+		return res, nil // deleted: garbage collection takes its children
+	}
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", ns, "name", name))
+	return c.reconciler.Reconcile(ctx, u)
+}
+
+// handle is the one place that decides requeues.
+func (c *kindController) handle(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, res reconcile.Result, err error) {
+	var terminal *reconcile.TerminalError
+	switch {
+	case err == nil:
+		q.Forget(key)
+		if res.RequeueAfter > 0 {
+			c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.Requeues })
+			q.AddAfter(key, res.RequeueAfter)
+		}
+	case errors.As(err, &terminal):
+		// Reported on the object; the next change of the object or of the
+		// templates reconciles it again.
+		q.Forget(key)
+	default:
+		c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.RateLimited })
+		klog.FromContext(ctx).V(1).Info("Reconcile will be retried", "key", key, "err", err.Error())
+		q.AddRateLimited(key)
+	}
+}

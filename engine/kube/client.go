@@ -1,0 +1,132 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
+)
+
+// Client makes the cluster calls of one kind.
+type Client struct {
+	Dynamic dynamic.Interface
+	Mapper  meta.ResettableRESTMapper
+	// FieldManager is the server-side apply field manager of every write.
+	FieldManager string
+}
+
+// New returns a Client for cfg with its own cached discovery.
+func New(cfg *rest.Config, fieldManager string) (*Client, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	return &Client{Dynamic: dyn, Mapper: mapper, FieldManager: fieldManager}, nil
+}
+
+// Mapping returns the resource and scope of gvk. A miss resets the cached
+// discovery once and asks again, so a CRD installed after start-up is seen.
+func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		c.Mapper.Reset()
+		m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", gvk, err)
+	}
+	return m, nil
+}
+
+// Namespaced reports whether gvk is a namespaced kind.
+func (c *Client) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
+	m, err := c.Mapping(gvk)
+	if err != nil {
+		return false, err
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// Resource is the dynamic client of a mapped kind in namespace ns (ignored
+// for cluster-scoped kinds).
+func (c *Client) Resource(m *meta.RESTMapping, ns string) dynamic.ResourceInterface {
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Dynamic.Resource(m.Resource).Namespace(ns)
+	}
+	return c.Dynamic.Resource(m.Resource)
+}
+
+// Apply server-side applies obj, forcing ownership of the fields it holds,
+// and returns the object as the API server stored it.
+func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	m, err := c.Mapping(obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	return c.ApplyMapped(ctx, m, obj)
+}
+
+// ApplyMapped is Apply for an object whose mapping the caller has.
+func (c *Client) ApplyMapped(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return c.Resource(m, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, c.applyOptions())
+}
+
+// ApplyStatus server-side applies obj's status through the status
+// subresource.
+func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	m, err := c.Mapping(obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	return c.Resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions())
+}
+
+// Apply with Force: the operator is the authority on the fields it renders;
+// whoever else set them (a hand edit, an old manager) loses them, which is
+// how drift is repaired.
+func (c *Client) applyOptions() metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: c.FieldManager, Force: true}
+}
+
+// Delete deletes the object of gvk ns/name only if its UID is still uid, in
+// the background. Deleting what is already gone is not an error.
+func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, ns, name string, uid types.UID) error {
+	m, err := c.Mapping(gvk)
+	if err != nil {
+		return err
+	}
+	err = c.Resource(m, ns).Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: ptr.To(uid)},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Patch sends a merge patch to the main resource (used for finalizers, which
+// must not be server-side applied with Force: other controllers own theirs).
+func (c *Client) Patch(ctx context.Context, gvk schema.GroupVersionKind, ns, name string, pt types.PatchType, data []byte) (*unstructured.Unstructured, error) {
+	m, err := c.Mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	return c.Resource(m, ns).Patch(ctx, name, pt, data, metav1.PatchOptions{FieldManager: c.FieldManager})
+}

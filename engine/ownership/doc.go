@@ -1,0 +1,26 @@
+// Package ownership decides what makes a child object ours, between render
+// and apply:
+//
+//	render -> ownership (this package): adopt each manifest -> apply
+//
+// # Responsibilities
+//
+//   - Give every child the parent's namespace when it is namespaced and has
+//     none.
+//   - Refuse children outside the parent's namespace, and cluster-scoped
+//     children of a namespaced parent, unless the kind opted in: a user who
+//     may only create a custom resource in namespace A must never get the
+//     operator to write into namespace B.
+//   - Add a controller ownerReference to the parent where Kubernetes allows
+//     one (same namespace, or a cluster-scoped parent), so that deleting the
+//     parent is garbage collection.
+//   - Label every child with the managing operator, the parent's ApplySet ID
+//     (KEP-3659's applyset.kubernetes.io/part-of) and the parent's UID, and
+//     annotate it with the parent's identity. Watches select children by the
+//     labels, map events back to the parent by the annotation, and prune
+//     only what carries both.
+//
+// Everything here is pure: the scope of a kind comes from the caller (a
+// RESTMapper when running, a static table offline), so `operator render`
+// shows exactly the defaults that `operator run` applies.
+package ownership

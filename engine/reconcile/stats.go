@@ -1,0 +1,47 @@
+package reconcile
+
+import "sync/atomic"
+
+// Stats counts a kind's reconciles and writes, for tests and metrics. A nil
+// *Stats counts nothing.
+type Stats struct {
+	Reconciles    atomic.Int64
+	Failures      atomic.Int64
+	ChildApplies  atomic.Int64 // child applies sent to the API server
+	ChildSkips    atomic.Int64 // child applies skipped: the child was already as rendered
+	Pruned        atomic.Int64
+	StatusWrites  atomic.Int64
+	ParentWrites  atomic.Int64 // ApplySet metadata and finalizer writes on parents
+	Requeues      atomic.Int64 // timed requeues asked by templates (requeueAfter)
+	RateLimited   atomic.Int64 // retries after a failure
+	PanicsHandled atomic.Int64
+}
+
+func (s *Stats) add(c *atomic.Int64) {
+	if s != nil {
+		c.Add(1)
+	}
+}
+
+func (s *Stats) applied(skipped bool) {
+	if s == nil {
+		return
+	}
+	if skipped {
+		s.ChildSkips.Add(1)
+	} else {
+		s.ChildApplies.Add(1)
+	}
+}
+
+// Writes is every write request the kind made.
+func (s *Stats) Writes() int64 {
+	return s.ChildApplies.Load() + s.Pruned.Load() + s.StatusWrites.Load() + s.ParentWrites.Load()
+}
+
+// Add counts one event on c; safe on a nil *Stats.
+func (s *Stats) Add(c func(*Stats) *atomic.Int64) {
+	if s != nil {
+		c(s).Add(1)
+	}
+}

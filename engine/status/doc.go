@@ -1,0 +1,19 @@
+// Package status computes and writes a custom resource's .status, the last
+// step of a reconcile:
+//
+//	render -> apply children -> observe -> status (this package)
+//
+// # Responsibilities
+//
+//   - Own status.observedGeneration and the condition of type Reconciled
+//     (True/Reconciled, or False with RenderFailed, ApplyFailed or
+//     StatusFailed and a message naming the template file and line);
+//     status.yaml owns every other field it renders.
+//   - Keep a condition's lastTransitionTime while its status does not
+//     change, as meta.SetStatusCondition does.
+//   - On a failure, keep the status fields of the last good render rather
+//     than wiping them: a broken template must not blank what users see.
+//   - Write through the status subresource with server-side apply, and not
+//     at all when the status would not change: the operator's writes at rest
+//     are zero.
+package status

@@ -1,0 +1,91 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// Writer writes a status; *kube.Client is one.
+type Writer interface {
+	ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+}
+
+// Desired returns the whole .status to write for obj: rendered (the output
+// of status.yaml), or, when rendered is nil because this reconcile failed
+// before status.yaml could run, the current status unchanged; plus
+// observedGeneration and the Reconciled condition cond.
+func Desired(obj *unstructured.Unstructured, rendered map[string]any, cond metav1.Condition, now time.Time) (map[string]any, error) {
+	current, _, _ := unstructured.NestedMap(obj.Object, "status")
+	base := rendered
+	if base == nil {
+		base = current
+	}
+	// A JSON round trip copies base (it must not alias the informer cache)
+	// and gives it the API's types.
+	out, err := normalize(base)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	merged := mergeConditions(conditionsOf(current["conditions"]), conditionsOf(out["conditions"]), cond,
+		metav1.NewTime(now.UTC().Truncate(time.Second)))
+	conds, err := conditionsToUnstructured(merged)
+	if err != nil {
+		return nil, fmt.Errorf("conditions: %w", err)
+	}
+	out["conditions"] = conds
+	out["observedGeneration"] = obj.GetGeneration()
+	return normalize(out)
+}
+
+// Unchanged reports whether obj's status already is desired.
+func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {
+	current, _, _ := unstructured.NestedMap(obj.Object, "status")
+	cur, err := normalize(current)
+	if err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(cur, desired)
+}
+
+// Write applies desired as obj's status unless it is already there. It
+// reports whether it wrote.
+func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desired map[string]any) (bool, error) {
+	if Unchanged(obj, desired) {
+		return false, nil
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": obj.GetAPIVersion(),
+		"kind":       obj.GetKind(),
+		"metadata":   map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()},
+		"status":     desired,
+	}}
+	if _, err := w.ApplyStatus(ctx, patch); err != nil {
+		return false, fmt.Errorf("write status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return true, nil
+}
+
+// normalize gives m the types the API server returns (int64 for whole
+// numbers, no typed values), so that comparing it with a live status means
+// comparing content.
+func normalize(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return map[string]any{}, nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,343 @@
+package examples_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tmplop/operator/engine/render"
+)
+
+// Where the examples live, relative to this package.
+const (
+	templatesDir = "../../templates"
+	crdsDir      = "../../crds"
+	examplesDir  = "../../examples"
+)
+
+// sampleNamespace is where the samples are taken to be applied: they name no
+// namespace, so kubectl puts them in the current one.
+const sampleNamespace = "default"
+
+// fixedNow is Input.Now of every render unless a test says otherwise. It is
+// after the At sample's schedule (2019-04-12T10:12:00Z), so the golden At
+// runs its Pod.
+var fixedNow = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// kindFile is kind.yaml as the contract defines it. Decoded strictly, so that
+// a typo in an example's kind.yaml fails here as it fails the operator.
+type kindFile struct {
+	APIVersion         string       `json:"apiVersion"`
+	Kind               string       `json:"kind"`
+	Workers            int          `json:"workers,omitempty"`
+	AllowClusterScoped bool         `json:"allowClusterScoped,omitempty"`
+	Lookups            []lookupKind `json:"lookups,omitempty"`
+}
+
+// lookupKind is one entry of kind.yaml lookups: a kind templates may read.
+type lookupKind struct {
+	APIVersion    string `json:"apiVersion"`
+	Kind          string `json:"kind"`
+	AllNamespaces bool   `json:"allNamespaces,omitempty"`
+}
+
+// example is one template folder with its CRD and its sample.
+type example struct {
+	name   string // folder name, e.g. "memcached"
+	dir    string
+	kind   kindFile
+	set    *render.Set
+	crd    *crd
+	sample map[string]any // examples/<name>.yaml, with the namespace and generation the API would give it
+}
+
+// loadExamples loads every folder of templates/ with crds/<folder>.yaml and
+// examples/<folder>.yaml, failing the test when one of the three is missing.
+func loadExamples(t *testing.T) []*example {
+	t.Helper()
+	entries, err := os.ReadDir(templatesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*example
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		out = append(out, loadExample(t, e.Name()))
+	}
+	if len(out) == 0 {
+		t.Fatalf("no template folders in %s", templatesDir)
+	}
+	return out
+}
+
+func loadExample(t *testing.T, name string) *example {
+	t.Helper()
+	ex := &example{name: name, dir: filepath.Join(templatesDir, name)}
+
+	data, err := os.ReadFile(filepath.Join(ex.dir, "kind.yaml"))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := yaml.UnmarshalStrict(data, &ex.kind); err != nil {
+		t.Fatalf("%s/kind.yaml: %v", name, err)
+	}
+	if ex.set, err = render.ParseFS(os.DirFS(ex.dir)); err != nil {
+		t.Fatalf("%s: parse: %v", name, err)
+	}
+	ex.crd = readCRD(t, filepath.Join(crdsDir, name+".yaml"))
+
+	samples := readObjects(t, filepath.Join(examplesDir, name+".yaml"))
+	if len(samples) != 1 {
+		t.Fatalf("examples/%s.yaml: want one object, got %d", name, len(samples))
+	}
+	ex.sample = samples[0]
+	meta := ex.sample["metadata"].(map[string]any)
+	if _, ok := meta["namespace"]; !ok {
+		meta["namespace"] = sampleNamespace
+	}
+	meta["generation"] = int64(1)
+	return ex
+}
+
+// object returns a deep copy of the sample with edit applied, so that tests
+// can vary it without touching the other tests' copy.
+func (ex *example) object(edit func(obj map[string]any)) map[string]any {
+	obj := deepCopy(ex.sample)
+	if edit != nil {
+		edit(obj)
+	}
+	return obj
+}
+
+// lookup returns a fake render.Lookup over objs that enforces what the
+// engine enforces: only the kinds kind.yaml declares, and only in the
+// parent's namespace unless the kind is cluster-scoped or declared
+// allNamespaces. A template that breaks those rules fails here, not first in
+// a cluster.
+func (ex *example) lookup(objs []map[string]any) render.Lookup {
+	return &fakeLookup{kind: ex.kind, namespace: sampleNamespace, objects: objs}
+}
+
+// input is the render input for obj, with the fixed clock.
+func (ex *example) input(obj map[string]any, cluster []map[string]any, children []map[string]any) render.Input {
+	return render.Input{Object: obj, Lookup: ex.lookup(cluster), Children: byKind(children), Now: fixedNow}
+}
+
+// clusterScoped are the kinds the fake treats as cluster-scoped; the
+// examples read no other.
+var clusterScoped = map[string]bool{"Node": true, "Namespace": true, "PersistentVolume": true}
+
+type fakeLookup struct {
+	kind      kindFile
+	namespace string // the parent's
+	objects   []map[string]any
+}
+
+var _ render.Lookup = (*fakeLookup)(nil)
+
+func (f *fakeLookup) allowed(apiVersion, kind, namespace string) error {
+	i := slices.IndexFunc(f.kind.Lookups, func(l lookupKind) bool {
+		return l.APIVersion == apiVersion && l.Kind == kind
+	})
+	switch {
+	case i < 0:
+		return fmt.Errorf("%s %s is not declared in kind.yaml lookups", apiVersion, kind)
+	case clusterScoped[kind]:
+		if namespace != "" {
+			return fmt.Errorf("%s is cluster-scoped: pass namespace \"\"", kind)
+		}
+	case !f.kind.Lookups[i].AllNamespaces && namespace != f.namespace:
+		return fmt.Errorf("reads of %s are confined to the parent's namespace %q, not %q", kind, f.namespace, namespace)
+	}
+	return nil
+}
+
+func (f *fakeLookup) Get(apiVersion, kind, namespace, name string) (map[string]any, error) {
+	if err := f.allowed(apiVersion, kind, namespace); err != nil {
+		return nil, err
+	}
+	for _, obj := range f.objects {
+		if matches(obj, apiVersion, kind, namespace) && nestedString(obj, "metadata", "name") == name {
+			return obj, nil
+		}
+	}
+	return nil, nil
+}
+
+func (f *fakeLookup) List(apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
+	if err := f.allowed(apiVersion, kind, namespace); err != nil {
+		return nil, err
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for _, obj := range f.objects {
+		if !matches(obj, apiVersion, kind, namespace) {
+			continue
+		}
+		set := labels.Set{}
+		if ls, ok := nested(obj, "metadata", "labels").(map[string]any); ok {
+			for k, v := range ls {
+				set[k], _ = v.(string)
+			}
+		}
+		if sel.Matches(set) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+func matches(obj map[string]any, apiVersion, kind, namespace string) bool {
+	return obj["apiVersion"] == apiVersion && obj["kind"] == kind &&
+		(namespace == "" || nestedString(obj, "metadata", "namespace") == namespace)
+}
+
+// byKind indexes live children as render.Input.Children wants them.
+func byKind(objs []map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, obj := range objs {
+		kind, _ := obj["kind"].(string)
+		if out[kind] == nil {
+			out[kind] = map[string]any{}
+		}
+		out[kind][nestedString(obj, "metadata", "name")] = obj
+	}
+	return out
+}
+
+// readObjects reads a YAML stream of objects ('---' separated), expanding
+// `kind: List` documents, the form `kubectl get -o yaml` writes; nil when the
+// file does not exist. Numbers decode as the API server's (int64).
+func readObjects(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeObjects(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return objs
+}
+
+func decodeObjects(data []byte) ([]map[string]any, error) {
+	var out []map[string]any
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var obj map[string]any
+		if err := decodeLikeAPI(doc, &obj); err != nil {
+			return nil, err
+		}
+		if obj == nil {
+			continue // a document of comments only
+		}
+		if kind, _ := obj["kind"].(string); strings.HasSuffix(kind, "List") {
+			items, _ := obj["items"].([]any)
+			for _, it := range items {
+				m, ok := it.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("%s item is not an object", kind)
+				}
+				out = append(out, m)
+			}
+			continue
+		}
+		out = append(out, obj)
+	}
+}
+
+// decodeLikeAPI decodes YAML through JSON with whole numbers as int64, as
+// objects arrive from the API server and as render.Input wants them.
+func decodeLikeAPI(data []byte, v any) error {
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return err
+	}
+	return utiljson.Unmarshal(j, v)
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	data, err := utiljson.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func nested(obj map[string]any, path ...string) any {
+	var cur any = obj
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[p]
+	}
+	return cur
+}
+
+func nestedString(obj map[string]any, path ...string) string {
+	s, _ := nested(obj, path...).(string)
+	return s
+}
+
+// deleteNested removes the field at path, e.g. ("spec", "size").
+func deleteNested(obj map[string]any, path ...string) {
+	parent, ok := nested(obj, path[:len(path)-1]...).(map[string]any)
+	if ok {
+		delete(parent, path[len(path)-1])
+	}
+}
+
+// lineOf returns the 1-based line of the first line of file that contains
+// needle, so that tests name template lines by content, not by number.
+func lineOf(t *testing.T, file, needle string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, needle) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line containing %q", file, needle)
+	return 0
+}
