@@ -30,9 +30,10 @@ type Cluster struct {
 	root   string
 }
 
-// Main starts (or reuses) a control plane, runs the package's tests and
-// stops what it started. It returns the exit code for os.Exit.
-func Main(m *testing.M, env **Cluster) int {
+// Main starts (or reuses) a control plane, runs each setup (which may
+// return a teardown), runs the package's tests and stops what it started.
+// It returns the exit code for os.Exit.
+func Main(m *testing.M, env **Cluster, setups ...func(*Cluster) (func(), error)) int {
 	c, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test cluster:", err)
@@ -40,6 +41,14 @@ func Main(m *testing.M, env **Cluster) int {
 	}
 	*env = c
 	defer c.Stop()
+	for _, setup := range setups {
+		teardown, err := setup(c)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test setup:", err)
+			return 1
+		}
+		defer teardown()
+	}
 	return m.Run()
 }
 
