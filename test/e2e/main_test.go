@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
 	"github.com/tmplop/operator/test/cluster"
 )
@@ -42,7 +43,7 @@ func setup(c *cluster.Cluster) (func(), error) {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	dyn = dynamic.NewForConfigOrDie(c.Config)
 	cs = kubernetes.NewForConfigOrDie(c.Config)
-	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(c.RepoRoot(), "crds")); err != nil {
+	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(c.RepoRoot(), "crds"), "-f", "testdata/crds.yaml"); err != nil {
 		cancel()
 		return nil, fmt.Errorf("install CRDs: %w: %s", err, out)
 	}
@@ -67,6 +68,18 @@ func setup(c *cluster.Cluster) (func(), error) {
 	if err := mgr.Sync(ctx, filepath.Join(c.RepoRoot(), "templates")); err != nil {
 		cancel()
 		return nil, err
+	}
+	// The test-only kinds, started one by one as a user's runtime
+	// addition would be.
+	for _, dir := range []string{"testdata/templates/widget", "testdata/templates/gadget"} {
+		k, err := catalog.LoadKind(dir)
+		if err == nil {
+			err = mgr.Start(k)
+		}
+		if err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	return func() {
 		cancel()
