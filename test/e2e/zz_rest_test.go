@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tmplop/operator/test/cluster"
+)
+
+// TestNoWritesAtRest: with every example applied and converged, the
+// operator sends no write request for a minute. It runs last (file order),
+// after the other tests' objects have settled too.
+func TestNoWritesAtRest(t *testing.T) {
+	ns := env.Namespace(t)
+	examples, err := filepath.Glob(filepath.Join(env.RepoRoot(), "examples", "*.yaml"))
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	args := []string{"-n", ns, "apply", "--server-side"}
+	for _, e := range examples {
+		args = append(args, "-f", e)
+	}
+	if out, err := env.Kubectl(t.Context(), args...); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cluster.Eventually(t, 60*time.Second, "every example Reconciled", func(ctx context.Context) (bool, error) {
+		for _, res := range []struct{ gvr, name string }{
+			{"memcached", "memcached-sample"}, {"appservice", "nginx-app"}, {"mydaemonset", "mydaemonset-sample"},
+		} {
+			r := map[string]any{"memcached": memcachedGVR, "appservice": appserviceGVR, "mydaemonset": mydaemonsetGVR}[res.gvr]
+			o, err := get(ctx, r.(schema.GroupVersionResource), ns, res.name)
+			if err != nil {
+				return false, err
+			}
+			if st, _, _ := condition(o, "Reconciled"); st != "True" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	settle(t, writes.Load)
+	window := time.Minute
+	if s := os.Getenv("REST_WINDOW"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			window = d
+		}
+	}
+	before := writes.Load()
+	time.Sleep(window)
+	if n := writes.Load() - before; n != 0 {
+		t.Fatalf("%d write requests in %s at rest, want 0", n, window)
+	}
+	t.Logf("0 write requests in %s at rest", window)
+}
