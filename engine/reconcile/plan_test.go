@@ -1,0 +1,81 @@
+package reconcile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/engine/render"
+)
+
+func kind(t *testing.T, allow bool, files map[string]string) *catalog.Kind {
+	t.Helper()
+	set, err := render.Parse(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &catalog.Kind{Name: "k", GVK: schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "K"},
+		Spec: catalog.Spec{AllowClusterScoped: allow}, Templates: set}
+}
+
+func TestMakePlan(t *testing.T) {
+	parent := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "K",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "u1"}, "spec": map[string]any{}}}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n"
+	cr := "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {{ .Name }}\n"
+	cases := []struct {
+		name      string
+		allow     bool
+		files     map[string]string
+		wantErr   string
+		wantPlan  bool
+		wantCount int
+	}{
+		{name: "namespaced child adopted", files: map[string]string{"cm.yaml": cm}, wantCount: 1},
+		{name: "cluster-scoped refused", files: map[string]string{"cm.yaml": cm, "cr.yaml": cr}, wantErr: "cr.yaml: ClusterRole \"p\" is cluster-scoped", wantPlan: true},
+		{name: "cluster-scoped allowed", allow: true, files: map[string]string{"cm.yaml": cm, "cr.yaml": cr}, wantCount: 2},
+		{name: "same child twice", files: map[string]string{"a.yaml": cm, "b.yaml": cm}, wantErr: "also rendered by a.yaml", wantPlan: true},
+		{name: "render error", files: map[string]string{"a.yaml": "{{ required \"spec.size is required\" .Spec.size }}"}, wantErr: "a.yaml:1: spec.size is required", wantPlan: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := MakePlan(kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, kube.OfflineNamespaced, "op")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || IsPlanError(err) != tc.wantPlan {
+					t.Fatalf("err = %v, want %q (plan error %v)", err, tc.wantErr, tc.wantPlan)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Children) != tc.wantCount {
+				t.Fatalf("children = %d, want %d", len(plan.Children), tc.wantCount)
+			}
+			for _, c := range plan.Children {
+				if !ownership.IsChildOf(c.Object, parent, "op") {
+					t.Errorf("%s not labeled as a child", c.Object.GetName())
+				}
+				if c.Outside != (c.Object.GetKind() == "ClusterRole") {
+					t.Errorf("%s outside = %v", c.Object.GetKind(), c.Outside)
+				}
+			}
+		})
+	}
+}
+
+func TestSoonest(t *testing.T) {
+	for _, tc := range []struct{ a, b, want int }{{0, 0, 0}, {0, 5, 5}, {5, 0, 5}, {3, 5, 3}, {5, 3, 3}} {
+		if got := Soonest(durationOf(tc.a), durationOf(tc.b)); got != durationOf(tc.want) {
+			t.Errorf("Soonest(%d, %d) = %v", tc.a, tc.b, got)
+		}
+	}
+}
+
+func durationOf(s int) time.Duration { return time.Duration(s) * time.Second }
