@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
@@ -87,6 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 				byName[c.Object.GetName()] = out.Live.Object
 				continue
 			}
+		}
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace, and the parent with it, is going away:
+			// nothing to repair, nothing to report.
+			klog.FromContext(ctx).V(2).Info("Namespace terminating: not applying", "template", c.Template)
+			return Result{}, nil
 		}
 		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, fmt.Errorf("%s: %w", c.Template, err), false)
 	}

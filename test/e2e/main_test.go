@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,14 +142,31 @@ func waitGone(t *testing.T, res schema.GroupVersionResource, ns, name string, ti
 	})
 }
 
-// writes counts the engine's write requests (anything but GET, LIST, WATCH).
-var writes atomic.Int64
+// writes counts the engine's write requests (anything but GET, LIST, WATCH);
+// writeLog keeps the last ones, to say what they were when a test fails.
+var (
+	writes   atomic.Int64
+	writeMu  sync.Mutex
+	writeLog []string
+)
+
+func lastWrites() string {
+	writeMu.Lock()
+	defer writeMu.Unlock()
+	return strings.Join(writeLog, "\n")
+}
 
 type writeCounter struct{ next http.RoundTripper }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writes.Add(1)
+		writeMu.Lock()
+		writeLog = append(writeLog, r.Method+" "+r.URL.Path)
+		if len(writeLog) > 30 {
+			writeLog = writeLog[1:]
+		}
+		writeMu.Unlock()
 	}
 	return w.next.RoundTrip(r)
 }
