@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -32,7 +31,7 @@ type childWatches struct {
 	forget func(apply.Key)
 
 	mu        sync.RWMutex
-	informers map[schema.GroupVersionResource]cacheInformer
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 }
 
 var _ apply.Cache = (*childWatches)(nil)
@@ -55,33 +54,14 @@ func (w *childWatches) Ensure(m *meta.RESTMapping) {
 		ns = w.namespace
 	}
 	selector := ownership.ManagedSelector(w.manager)
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.dyn, m.Resource, ns, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
 	gvr := m.Resource
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.notify(gvr, obj, false) },
-		UpdateFunc: func(old, cur any) {
-			if o, c := old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured); o.GetResourceVersion() == c.GetResourceVersion() {
-				return
-			}
-			w.notify(gvr, cur, false)
-		},
-		DeleteFunc: func(obj any) { w.notify(gvr, obj, true) },
+	w.informers[gvr] = startInformer(w.ctx, w.dyn, gvr, ns, selector, func(u *unstructured.Unstructured, deleted bool) {
+		w.notify(gvr, u, deleted)
 	})
-	w.informers[gvr] = inf
-	go inf.Run(w.ctx.Done())
 	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", gvr.String(), "selector", selector)
 }
 
-func (w *childWatches) notify(gvr schema.GroupVersionResource, obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
+func (w *childWatches) notify(gvr schema.GroupVersionResource, u *unstructured.Unstructured, deleted bool) {
 	if deleted {
 		w.forget(apply.Key{GVR: gvr, Namespace: u.GetNamespace(), Name: u.GetName()})
 	}
@@ -142,5 +122,3 @@ func (w *childWatches) Watched() []schema.GroupVersionResource {
 	}
 	return out
 }
-
-type cacheInformer = cache.SharedIndexInformer

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tmplop/operator/engine/catalog"
@@ -56,7 +55,7 @@ type lookupWatches struct {
 	route     func(p parentRef)
 
 	mu        sync.Mutex
-	informers map[schema.GroupVersionResource]cacheInformer
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	reads     map[schema.GroupVersionResource]map[parentRef][]read
 }
 
@@ -71,31 +70,13 @@ func (w *lookupWatches) ensure(m *meta.RESTMapping) cache.SharedIndexInformer {
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ns = w.namespace
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.dyn, m.Resource, ns, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 	gvr := m.Resource
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.changed(gvr, obj) },
-		UpdateFunc: func(old, cur any) {
-			if o, c := old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured); o.GetResourceVersion() != c.GetResourceVersion() {
-				w.changed(gvr, cur)
-			}
-		},
-		DeleteFunc: func(obj any) { w.changed(gvr, obj) },
-	})
+	inf := startInformer(w.ctx, w.dyn, gvr, ns, "", func(u *unstructured.Unstructured, _ bool) { w.changed(gvr, u) })
 	w.informers[gvr] = inf
-	go inf.Run(w.ctx.Done())
 	return inf
 }
 
-func (w *lookupWatches) changed(gvr schema.GroupVersionResource, obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	o, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
+func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o *unstructured.Unstructured) {
 	var hit []parentRef
 	w.mu.Lock()
 	for p, rs := range w.reads[gvr] {

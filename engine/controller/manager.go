@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -71,13 +72,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	m.children = &childWatches{
 		ctx: ctx, dyn: dyn, manager: opts.FieldManager, namespace: opts.Namespace,
 		route:     m.routeChild,
-		informers: map[schema.GroupVersionResource]cacheInformer{},
+		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
 	m.applier = apply.NewApplier(m.children)
 	m.children.forget = m.applier.Forget
 	m.lookups = &lookupWatches{
 		ctx: ctx, dyn: dyn, namespace: opts.Namespace, route: m.route,
-		informers: map[schema.GroupVersionResource]cacheInformer{},
+		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 		reads:     map[schema.GroupVersionResource]map[parentRef][]read{},
 	}
 	return m, nil
