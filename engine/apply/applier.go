@@ -4,47 +4,59 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/ownership"
 )
 
-// Cache holds the live children the operator watches (informer caches
-// filtered by the manager label).
+// Cache is what the applier reads of the cluster: informer caches of every
+// resource it applies, kept by the controller.
 type Cache interface {
-	// Get returns a watched child, or false when it is not in the cache.
-	Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool)
-	// List returns the watched children of gvr matching selector, in every
-	// watched namespace.
-	List(gvr schema.GroupVersionResource, selector labels.Selector) []*unstructured.Unstructured
-	// Watched returns the resources whose children are being watched.
-	Watched() []schema.GroupVersionResource
-	// Ensure starts watching the children of m's resource.
-	Ensure(m *meta.RESTMapping)
+	// Ensure watches the resource of m (the preferred version of its
+	// group and resource) and waits until its caches have synced.
+	Ensure(ctx context.Context, m *meta.RESTMapping) error
+	// Get returns one of the operator's children (an object carrying its
+	// managed-by label), as last seen.
+	Get(gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool)
+	// Occupant returns the metadata of any object of gr, the operator's or
+	// not: what a child would overwrite.
+	Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
+	// Children returns the operator's children of gr that carry parentUID.
+	Children(gr schema.GroupResource, parentUID types.UID) []*unstructured.Unstructured
+	// List returns every one of the operator's children of gr.
+	List(gr schema.GroupResource) []*unstructured.Unstructured
 }
 
-// Key identifies a child.
+// Key identifies a child. It has no version: the same object served at two
+// versions is one child, so that two folders (or one folder across a CRD's
+// version change) never prune each other's objects.
 type Key struct {
-	GVR       schema.GroupVersionResource
+	GR        schema.GroupResource
 	Namespace string
 	Name      string
 }
 
 func (k Key) String() string {
-	return fmt.Sprintf("%s %s/%s", k.GVR.GroupResource(), k.Namespace, k.Name)
+	if k.Namespace == "" {
+		return fmt.Sprintf("%s %s", k.GR, k.Name)
+	}
+	return fmt.Sprintf("%s %s/%s", k.GR, k.Namespace, k.Name)
 }
 
 // applied is what the last successful apply of a child wrote.
 type applied struct {
 	hash [sha256.Size]byte
 	uid  types.UID
+	rv   string // the resourceVersion the apply left
 }
 
 // Applier applies children and prunes them. It is shared by all workers of
@@ -52,15 +64,90 @@ type applied struct {
 type Applier struct {
 	cache Cache
 
+	// requeue reconciles the parent of a child again (see OwnEvent).
+	requeue func(child *unstructured.Unstructured)
+
 	mu   sync.Mutex
 	last map[Key]applied
+	// own is the resourceVersion each child got from our last write, until
+	// its watch event arrives: that event is the echo of our own apply and
+	// must not reconcile the parent again (an endless loop when the
+	// template renders something new every time).
+	own map[Key]string
+	// inFlight counts the applies of each child waiting for their
+	// response; held is the last event that arrived meanwhile, which may be
+	// the echo of the apply or someone else's change: the response tells.
+	inFlight map[Key]int
+	held     map[Key]*unstructured.Unstructured
 }
 
-// NewApplier returns an Applier that skips writes against cache (may be nil:
-// then every child is applied every time).
-func NewApplier(cache Cache) *Applier {
-	return &Applier{cache: cache, last: map[Key]applied{}}
+// NewApplier returns an Applier over cache. requeue is called for a held
+// watch event that turned out not to be the echo of an apply.
+func NewApplier(cache Cache, requeue func(child *unstructured.Unstructured)) *Applier {
+	return &Applier{cache: cache, requeue: requeue, last: map[Key]applied{}, own: map[Key]string{},
+		inFlight: map[Key]int{}, held: map[Key]*unstructured.Unstructured{}}
 }
+
+// Desired is one child ready to apply, after Prepare.
+type Desired struct {
+	Key     Key
+	Mapping *meta.RESTMapping
+	Object  *unstructured.Unstructured
+	// Live is the operator's live child, nil when there is none.
+	Live *unstructured.Unstructured
+	// UpToDate is true when the live child already holds what would be
+	// applied: no write is needed.
+	UpToDate bool
+	hash     [sha256.Size]byte
+}
+
+// Exists reports whether the child exists.
+func (d *Desired) Exists() bool { return d.Live != nil }
+
+// Prepare checks child against the cluster: the object it would overwrite
+// must be the parent's (ownership.Claim; a *ownership.ConflictError
+// otherwise), and tells whether applying it would change anything.
+func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMapping, parent, child *unstructured.Unstructured, manager string) (*Desired, error) {
+	gr := m.Resource.GroupResource()
+	key := Key{GR: gr, Namespace: child.GetNamespace(), Name: child.GetName()}
+	preferred, err := c.Preferred(m)
+	if err != nil {
+		return nil, err
+	}
+	// Watching from the first apply on is what repairs drift, what lets a
+	// later render see the child's status, and what the ownership check
+	// reads: it must be complete before anything is applied.
+	if err := a.cache.Ensure(ctx, preferred); err != nil {
+		return nil, fmt.Errorf("watch %s: %w", gr, err)
+	}
+	d := &Desired{Key: key, Mapping: m, Object: child, hash: HashOf(child)}
+	// The watch of every object's metadata says whether the name is taken
+	// and by whom; the watch of our own children, which may lag behind it,
+	// only provides the content, and only for the same object.
+	occ, taken := a.cache.Occupant(gr, key.Namespace, key.Name)
+	if !taken {
+		return d, nil
+	}
+	if err := ownership.Claim(occ, m.GroupVersionKind.GroupKind(), parent, manager); err != nil {
+		return nil, err
+	}
+	if live, ok := a.cache.Get(gr, key.Namespace, key.Name); ok && live.GetUID() == occ.GetUID() && live.GetDeletionTimestamp() == nil {
+		d.Live = live
+		d.UpToDate = a.unchanged(key, d.hash, live, child)
+	}
+	return d, nil
+}
+
+// HashOf identifies the content of a rendered child. Rendered objects are
+// JSON-compatible maps (decoded from JSON), so encoding cannot fail, and
+// encoding/json sorts map keys: equal content, equal hash.
+func HashOf(child *unstructured.Unstructured) [sha256.Size]byte {
+	data, _ := json.Marshal(child.Object)
+	return sha256.Sum256(data)
+}
+
+// Hash identifies the rendered content of d, to compare two renders.
+func (d *Desired) Hash() [sha256.Size]byte { return d.hash }
 
 // Outcome is one applied child.
 type Outcome struct {
@@ -71,59 +158,101 @@ type Outcome struct {
 	Skipped bool
 }
 
-// Apply server-side applies child (already adopted) as mapped by m.
-func (a *Applier) Apply(ctx context.Context, c *kube.Client, m *meta.RESTMapping, child *unstructured.Unstructured) (Outcome, error) {
-	key := Key{GVR: m.Resource, Namespace: child.GetNamespace(), Name: child.GetName()}
-	if a.cache != nil {
-		// Watching from the first apply on is what repairs drift and
-		// what lets a later render see the child's status.
-		a.cache.Ensure(m)
+// Apply server-side applies d unless it is up to date. An update carries
+// the live object's UID: if the object was deleted and re-created by
+// someone else since the cache saw it, the API server refuses instead of
+// taking the newcomer over.
+func (a *Applier) Apply(ctx context.Context, c *kube.Client, d *Desired) (Outcome, error) {
+	if d.UpToDate {
+		return Outcome{Key: d.Key, Live: d.Live, Skipped: true}, nil
 	}
-	data, err := json.Marshal(child.Object)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("encode %s: %w", key, err)
-	}
-	sum := sha256.Sum256(data)
-	if live, ok := a.unchanged(key, sum, child); ok {
-		return Outcome{Key: key, Live: live, Skipped: true}, nil
-	}
-	live, err := c.ApplyMapped(ctx, m, child)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("apply %s: %w", key, err)
+	obj := d.Object
+	if d.Live != nil {
+		obj = obj.DeepCopy()
+		obj.SetUID(d.Live.GetUID())
 	}
 	a.mu.Lock()
-	a.last[key] = applied{hash: sum, uid: live.GetUID()}
+	a.inFlight[d.Key]++
 	a.mu.Unlock()
-	return Outcome{Key: key, Live: live}, nil
+	live, err := c.ApplyMapped(ctx, d.Mapping, obj)
+	a.mu.Lock()
+	a.inFlight[d.Key]--
+	if a.inFlight[d.Key] <= 0 {
+		delete(a.inFlight, d.Key)
+	}
+	held := a.held[d.Key]
+	delete(a.held, d.Key)
+	if err == nil {
+		a.last[d.Key] = applied{hash: d.hash, uid: live.GetUID(), rv: live.GetResourceVersion()}
+		switch {
+		case held != nil && held.GetResourceVersion() == live.GetResourceVersion():
+			held = nil // the echo came first
+		case d.Live == nil || live.GetResourceVersion() != d.Live.GetResourceVersion():
+			a.own[d.Key] = live.GetResourceVersion()
+		}
+	}
+	a.mu.Unlock()
+	if held != nil && a.requeue != nil {
+		a.requeue(held)
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("apply %s: %w", d.Key, err)
+	}
+	return Outcome{Key: d.Key, Live: live}, nil
 }
 
-// unchanged returns the cached child when applying desired again would
-// change nothing: this process applied the same content to this very object
-// (same UID) last time, and the object still holds every rendered value, so
-// nobody edited our fields since.
-func (a *Applier) unchanged(key Key, sum [sha256.Size]byte, desired *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
-	if a.cache == nil {
-		return nil, false
-	}
+// unchanged reports whether applying desired again would change nothing:
+// this process applied the same content to this very object (same UID)
+// last time, and nobody edited our fields since: the object is as our
+// apply left it, or still holds every rendered value. The cache holds the
+// preferred version of the resource, so that comparison is only made
+// when desired is at that version too; a child rendered at another version
+// is re-applied after any change of the object (a no-op for the server).
+func (a *Applier) unchanged(key Key, sum [sha256.Size]byte, live, desired *unstructured.Unstructured) bool {
 	a.mu.Lock()
 	last, ok := a.last[key]
 	a.mu.Unlock()
-	if !ok || last.hash != sum {
-		return nil, false
+	if !ok || last.hash != sum || live.GetUID() != last.uid {
+		return false
 	}
-	live, ok := a.cache.Get(key.GVR, key.Namespace, key.Name)
-	if !ok || live.GetUID() != last.uid || live.GetDeletionTimestamp() != nil {
-		return nil, false
+	if live.GetResourceVersion() == last.rv {
+		return true
 	}
-	if !Contains(live.Object, desired.Object) {
-		return nil, false
+	return live.GetAPIVersion() == desired.GetAPIVersion() && Contains(live.Object, desired.Object)
+}
+
+// OwnEvent reports whether a watch event of child (at key) must not
+// reconcile its parent: it is the echo of this process's last write; or it
+// arrived while an apply of the child waits for its response, and Apply
+// will tell (requeueing the parent if it was someone else's change). An
+// expectation is consumed by the event, so the maps hold at most one
+// entry per child in flight.
+func (a *Applier) OwnEvent(key Key, child *unstructured.Unstructured) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inFlight[key] > 0 {
+		a.held[key] = child
+		return true
 	}
-	return live, true
+	want, ok := a.own[key]
+	if !ok {
+		return false
+	}
+	delete(a.own, key)
+	return want == child.GetResourceVersion()
 }
 
 // Forget drops what is remembered of a child, when it is deleted.
 func (a *Applier) Forget(key Key) {
 	a.mu.Lock()
 	delete(a.last, key)
+	delete(a.own, key)
+	delete(a.held, key)
 	a.mu.Unlock()
+}
+
+// IsConflict reports whether err is a child the parent may not take over.
+func IsConflict(err error) bool {
+	var ce *ownership.ConflictError
+	return errors.As(err, &ce)
 }

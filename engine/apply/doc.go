@@ -5,15 +5,22 @@
 //
 // # Responsibilities
 //
-//   - Server-side apply each child through the kind's kube.Client, and skip
-//     the write when the watched child already holds what would be applied
-//     (the same rendered content as the last apply, and every rendered field
-//     still at its value): at rest the operator writes nothing.
-//   - Prune: delete the children that carry this parent's identity and this
-//     operator's manager label but were not rendered this time. It is only
-//     ever called after a render and every apply succeeded, so a broken
-//     template never deletes a running application.
+//   - Check each child against the object that holds its name before
+//     anything is applied (Prepare): the name must be free or the object
+//     the parent's (ownership.Claim), read from a watch of every object's
+//     metadata, so the check costs no request.
+//   - Server-side apply each child through the kind's kube.Client, with the
+//     live object's UID as a precondition, and skip the write when the
+//     watched child already holds what would be applied: at rest the
+//     operator writes nothing.
+//   - Key children by group and resource, never by version: one object
+//     served at two versions is one child.
+//   - Tell the echo of our own writes from other changes (OwnEvent), so
+//     that the parent is not reconciled again by what it just did.
+//   - List a parent's children for pruning and delete them with UID
+//     preconditions (Owned, Delete); list the unowned ones for the orphan
+//     sweep (Unowned).
 //
-// Deciding what the children are, and whether to call Prune at all, belongs
-// to the reconcile package.
+// Deciding what the children are, whether to prune and what, belongs to
+// the reconcile package.
 package apply

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -21,6 +22,10 @@ const DefaultWorkers = 2
 
 // Spec is kind.yaml: the kind a folder serves and how.
 type Spec struct {
+	// Selector restricts the objects of the kind that this folder serves,
+	// by label, on the API server's side of the watch: objects that do not
+	// match are neither cached nor touched.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 	// APIVersion and Kind name the watched kind as a manifest does. The
 	// resource and its scope come from discovery, never from the user.
 	APIVersion string `json:"apiVersion"`
@@ -35,6 +40,20 @@ type Spec struct {
 	// Lookups are the kinds the templates may read with lookup and
 	// lookupSelect; nothing else is readable.
 	Lookups []LookupSpec `json:"lookups,omitempty"`
+	// Prune deletes children that the templates no longer render (default
+	// true). false keeps them; a child may also opt out with the
+	// operator.tmplop.io/prune: disabled annotation.
+	Prune *bool `json:"prune,omitempty"`
+	// Budget overrides the operator's render budgets for this folder.
+	Budget *BudgetSpec `json:"budget,omitempty"`
+}
+
+// BudgetSpec is kind.yaml's budget: what one render of the folder may use.
+type BudgetSpec struct {
+	Timeout        metav1.Duration `json:"timeout,omitempty"`
+	MaxOutputBytes int64           `json:"maxOutputBytes,omitempty"`
+	MaxManifests   int             `json:"maxManifests,omitempty"`
+	MaxCalls       int             `json:"maxCalls,omitempty"`
 }
 
 // LookupSpec declares one readable kind.
@@ -44,6 +63,9 @@ type LookupSpec struct {
 	// AllNamespaces lets templates read this kind in every namespace, not
 	// only the parent's. Cluster-scoped kinds (Nodes) need no such opt-in.
 	AllNamespaces bool `json:"allNamespaces,omitempty"`
+	// Selector restricts what is read, and cached, to the objects with
+	// these labels, on the API server's side of the watch.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
 // Kind is one loaded kind folder.
@@ -67,6 +89,27 @@ func (k *Kind) Workers() int {
 		return k.Spec.Workers
 	}
 	return DefaultWorkers
+}
+
+// Pruning reports whether children no longer rendered are deleted.
+func (k *Kind) Pruning() bool { return k.Spec.Prune == nil || *k.Spec.Prune }
+
+// RenderBudget returns the folder's render budget over base (the
+// operator's flags): kind.yaml's fields win where set.
+func (k *Kind) RenderBudget(base render.Budget) render.Budget {
+	if k.Spec.Budget == nil {
+		return base
+	}
+	b := k.Spec.Budget
+	return base.Merge(render.Budget{Timeout: b.Timeout.Duration, MaxOutputBytes: b.MaxOutputBytes,
+		MaxManifests: b.MaxManifests, MaxCalls: b.MaxCalls})
+}
+
+// ObjectSelector is Spec.Selector as a label selector string for list and
+// watch requests ("" for every object).
+func (k *Kind) ObjectSelector() string {
+	s, _ := selectorString(k.Spec.Selector) // checked at load
+	return s
 }
 
 // LookupGVKs returns the declared lookup kinds.
@@ -96,6 +139,11 @@ func LoadKind(dir string) (*Kind, error) {
 	if err != nil {
 		return nil, err
 	}
+	if set.HasStatus() && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+		// Their status belongs to Kubernetes' own controllers, and their
+		// schemas have no place for the engine's conditions.
+		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
+	}
 	return &Kind{
 		Name:        filepath.Base(dir),
 		Dir:         dir,
@@ -117,13 +165,64 @@ func parseSpec(data []byte) (*Spec, error) {
 	if s.Workers < 0 {
 		return nil, fmt.Errorf("workers must not be negative, got %d", s.Workers)
 	}
+	if _, err := selectorString(s.Selector); err != nil {
+		return nil, fmt.Errorf("selector: %w", err)
+	}
+	seen := map[schema.GroupKind]int{}
 	for i, l := range s.Lookups {
 		if err := validAPIVersionKind(l.APIVersion, l.Kind); err != nil {
 			return nil, fmt.Errorf("lookups[%d]: %w", i, err)
 		}
+		if _, err := selectorString(l.Selector); err != nil {
+			return nil, fmt.Errorf("lookups[%d].selector: %w", i, err)
+		}
+		gk := schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()
+		if j, dup := seen[gk]; dup {
+			return nil, fmt.Errorf("lookups[%d]: %s is already declared by lookups[%d]", i, gk, j)
+		}
+		seen[gk] = i
+	}
+	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
+		return nil, errors.New("budget: values must not be negative")
 	}
 	return &s, nil
 }
+
+// selectorString converts a label selector for list and watch requests.
+func selectorString(ls *metav1.LabelSelector) (string, error) {
+	if ls == nil {
+		return "", nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return "", err
+	}
+	return sel.String(), nil
+}
+
+// LookupSelector is a lookup's Selector as a string ("" for every object).
+func (l LookupSpec) LookupSelector() string {
+	s, _ := selectorString(l.Selector) // checked at load
+	return s
+}
+
+// builtInGroups are the API groups of Kubernetes' own kinds. Custom
+// resource groups need a dot and are not reserved *.k8s.io groups (some,
+// like gateway.networking.k8s.io, are CRDs with an approval: they are not
+// in this list).
+var builtInGroups = map[string]bool{
+	"": true, "apps": true, "batch": true, "autoscaling": true, "policy": true,
+	"admissionregistration.k8s.io": true, "apiextensions.k8s.io": true, "apiregistration.k8s.io": true,
+	"authentication.k8s.io": true, "authorization.k8s.io": true, "certificates.k8s.io": true,
+	"coordination.k8s.io": true, "discovery.k8s.io": true, "events.k8s.io": true,
+	"flowcontrol.apiserver.k8s.io": true, "internal.apiserver.k8s.io": true, "networking.k8s.io": true,
+	"node.k8s.io": true, "rbac.authorization.k8s.io": true, "resource.k8s.io": true,
+	"scheduling.k8s.io": true, "storage.k8s.io": true, "storagemigration.k8s.io": true,
+}
+
+// BuiltInGroup reports whether group holds Kubernetes' own kinds, whose
+// status the operator never writes.
+func BuiltInGroup(group string) bool { return builtInGroups[group] }
 
 func validAPIVersionKind(apiVersion, kind string) error {
 	if apiVersion == "" || kind == "" {

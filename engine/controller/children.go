@@ -2,69 +2,122 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/engine/reconcile"
 )
 
-// childWatches holds one informer per child resource, filtered by the
-// managed-by label so that the operator caches only what it manages. It is
-// the apply.Cache of the Applier.
+// syncTimeout bounds how long a reconcile waits for a new watch to list
+// its objects before it gives up and is retried.
+const syncTimeout = 30 * time.Second
+
+// parentUIDIndex indexes children by their parent's UID, so that listing a
+// parent's children costs what it has, not what all parents have.
+const parentUIDIndex = "parent-uid"
+
+// childWatches is the apply.Cache: for each group and resource the
+// operator applies, two watches at the preferred version, shared by every
+// kind. One holds the operator's own children in full (filtered by its
+// managed-by label on the server); the other holds a stub of every
+// object's metadata, which is what tells an object someone else made from
+// a name that is free.
 type childWatches struct {
 	ctx       context.Context
 	dyn       dynamic.Interface
+	meta      metadata.Interface
 	manager   string
 	namespace string
 	// route enqueues the parent of a child that changed.
-	route func(p ownership.Parent)
-	// forget drops what the applier remembers of a deleted child.
-	forget func(apply.Key)
+	route   func(p ownership.Parent)
+	applier *apply.Applier
 
-	mu        sync.RWMutex
-	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	mu      sync.Mutex
+	byGR    map[schema.GroupResource]*childWatch
+	waiting map[apply.Key][]ownership.Parent
+}
+
+type childWatch struct {
+	ours, all cache.SharedIndexInformer
 }
 
 var _ apply.Cache = (*childWatches)(nil)
 
-// Ensure starts watching m's resource if it is not watched yet.
-func (w *childWatches) Ensure(m *meta.RESTMapping) {
-	w.mu.RLock()
-	_, ok := w.informers[m.Resource]
-	w.mu.RUnlock()
-	if ok {
-		return
+// Ensure implements apply.Cache.
+func (w *childWatches) Ensure(ctx context.Context, m *meta.RESTMapping) error {
+	cw := w.watch(m)
+	if cw.ours.HasSynced() && cw.all.HasSynced() {
+		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), cw.ours.HasSynced, cw.all.HasSynced) {
+		return fmt.Errorf("watch of %s has not listed its objects: %w", m.Resource.GroupResource(), reconcile.ErrNotReady)
+	}
+	return nil
+}
+
+func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
+	gr := m.Resource.GroupResource()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.informers[m.Resource]; ok {
-		return
+	if cw, ok := w.byGR[gr]; ok {
+		return cw
 	}
 	ns := metav1.NamespaceAll
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ns = w.namespace
 	}
 	selector := ownership.ManagedSelector(w.manager)
-	gvr := m.Resource
-	w.informers[gvr] = startInformer(w.ctx, w.dyn, gvr, ns, selector, func(u *unstructured.Unstructured, deleted bool) {
-		w.notify(gvr, u, deleted)
-	})
-	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", gvr.String(), "selector", selector)
+	cw := &childWatch{
+		ours: startInformer(w.ctx, w.dyn, m.Resource, ns, selector, cache.Indexers{parentUIDIndex: byParentUID},
+			func(u *unstructured.Unstructured, deleted bool) { w.notify(gr, u, deleted) }),
+		all: startMetadataInformer(w.ctx, w.meta, m.Resource, ns,
+			func(p *metav1.PartialObjectMetadata, _ bool) { w.occupied(gr, p) }),
+	}
+	w.byGR[gr] = cw
+	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", m.Resource.String(), "selector", selector)
+	return cw
 }
 
-func (w *childWatches) notify(gvr schema.GroupVersionResource, u *unstructured.Unstructured, deleted bool) {
-	if deleted {
-		w.forget(apply.Key{GVR: gvr, Namespace: u.GetNamespace(), Name: u.GetName()})
+func byParentUID(obj any) ([]string, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		if uid := o.GetLabels()[ownership.LabelParentUID]; uid != "" {
+			return []string{uid}, nil
+		}
 	}
+	return nil, nil
+}
+
+// notify maps an event of one of our children to its parent. The echo of
+// our own apply is dropped: the parent that applied it already holds the
+// result, and re-queuing it is how a template that renders a new value
+// each time would write forever.
+func (w *childWatches) notify(gr schema.GroupResource, u *unstructured.Unstructured, deleted bool) {
+	key := apply.Key{GR: gr, Namespace: u.GetNamespace(), Name: u.GetName()}
+	if deleted {
+		w.applier.Forget(key)
+	} else if w.applier.OwnEvent(key, u) {
+		return
+	}
+	w.routeParentOf(u)
+}
+
+// routeParentOf enqueues the parent a child names.
+func (w *childWatches) routeParentOf(u *unstructured.Unstructured) {
 	p, err := ownership.ParseParent(u.GetAnnotations()[ownership.AnnotationParent])
 	if err != nil {
 		return // labeled by hand, or by another tool: not ours to map
@@ -72,19 +125,44 @@ func (w *childWatches) notify(gvr schema.GroupVersionResource, u *unstructured.U
 	w.route(p)
 }
 
+// occupied wakes the parents waiting for the object at gr/ns/name to go
+// or to consent to adoption.
+func (w *childWatches) occupied(gr schema.GroupResource, p *metav1.PartialObjectMetadata) {
+	key := apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name}
+	w.mu.Lock()
+	parents := w.waiting[key]
+	delete(w.waiting, key)
+	w.mu.Unlock()
+	for _, parent := range parents {
+		w.route(parent)
+	}
+}
+
+// WaitFor records that parent could not take the object at key.
+func (w *childWatches) WaitFor(key apply.Key, parent ownership.Parent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.waiting[key] {
+		if p == parent {
+			return
+		}
+	}
+	w.waiting[key] = append(w.waiting[key], parent)
+}
+
+func (w *childWatches) informers(gr schema.GroupResource) *childWatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byGR[gr]
+}
+
 // Get implements apply.Cache.
-func (w *childWatches) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool) {
-	w.mu.RLock()
-	inf, ok := w.informers[gvr]
-	w.mu.RUnlock()
-	if !ok || !inf.HasSynced() {
+func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool) {
+	cw := w.informers(gr)
+	if cw == nil {
 		return nil, false
 	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	o, exists, err := inf.GetIndexer().GetByKey(key)
+	o, exists, err := cw.ours.GetIndexer().GetByKey(cacheKey(namespace, name))
 	if err != nil || !exists {
 		return nil, false
 	}
@@ -92,33 +170,51 @@ func (w *childWatches) Get(gvr schema.GroupVersionResource, namespace, name stri
 	return u, ok
 }
 
-// List implements apply.Cache. Until an informer has synced its list is
-// incomplete, so it returns nothing for it: pruning then waits for the next
-// reconcile rather than acting on a partial view (which could only miss
-// deletions, never add wrong ones).
-func (w *childWatches) List(gvr schema.GroupVersionResource, selector labels.Selector) []*unstructured.Unstructured {
-	w.mu.RLock()
-	inf, ok := w.informers[gvr]
-	w.mu.RUnlock()
-	if !ok || !inf.HasSynced() {
+// Occupant implements apply.Cache.
+func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool) {
+	cw := w.informers(gr)
+	if cw == nil {
+		return nil, false
+	}
+	o, exists, err := cw.all.GetIndexer().GetByKey(cacheKey(namespace, name))
+	if err != nil || !exists {
+		return nil, false
+	}
+	m, ok := o.(metav1.Object)
+	return m, ok
+}
+
+// Children implements apply.Cache.
+func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []*unstructured.Unstructured {
+	cw := w.informers(gr)
+	if cw == nil {
 		return nil
 	}
-	var out []*unstructured.Unstructured
-	for _, o := range inf.GetIndexer().List() {
-		if u, ok := o.(*unstructured.Unstructured); ok && selector.Matches(labels.Set(u.GetLabels())) {
+	objs, err := cw.ours.GetIndexer().ByIndex(parentUIDIndex, string(parentUID))
+	if err != nil {
+		return nil
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetLabels()[ownership.LabelManagedBy] == w.manager {
 			out = append(out, u)
 		}
 	}
 	return out
 }
 
-// Watched implements apply.Cache.
-func (w *childWatches) Watched() []schema.GroupVersionResource {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	out := make([]schema.GroupVersionResource, 0, len(w.informers))
-	for gvr := range w.informers {
-		out = append(out, gvr)
+// List implements apply.Cache.
+func (w *childWatches) List(gr schema.GroupResource) []*unstructured.Unstructured {
+	cw := w.informers(gr)
+	if cw == nil {
+		return nil
+	}
+	objs := cw.ours.GetIndexer().List()
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetLabels()[ownership.LabelManagedBy] == w.manager {
+			out = append(out, u)
+		}
 	}
 	return out
 }

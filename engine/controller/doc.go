@@ -17,13 +17,19 @@
 //     status write does not reconcile again.
 //   - Handlers only enqueue keys; workers read the object from the cache and
 //     deep-copy it before the reconciler sees it.
-//   - Decide every requeue in one place: a template's requeueAfter, a
-//     rate-limited retry after a transient failure, none after a terminal
-//     one. A panic in one reconcile is recovered and retried, never fatal.
-//   - Watch children (one informer per child resource, filtered by the
-//     managed-by label, started the first time a kind applies that
-//     resource) and map each child event back to its parent.
+//   - Decide every requeue in one place: a template's requeueAfter (never
+//     under the MinRequeue floor), a rate-limited retry after a transient
+//     failure, none (or a slow RetryAfter) after a terminal one. A panic in
+//     one reconcile is recovered and retried, never fatal.
+//   - Watch children: per group and resource, at its preferred version, one
+//     informer of the operator's own children (filtered by the managed-by
+//     label) and one of every object's metadata (what a child would
+//     overwrite); map each child event back to its parent, drop the echo
+//     of our own applies, and wake the parents waiting for a taken name.
 //   - Serve lookups from informer caches, confined to what kind.yaml
-//     declares, and re-reconcile the parents that read an object when it
-//     changes.
+//     declares and cut to what is read (the parent's namespace, the
+//     lookup's selector), stopped when no parent reads them, and
+//     re-reconcile the parents that read an object when it changes.
+//   - Serve a kind's objects filtered by its kind.yaml selector; for kinds
+//     with children outside their objects' namespaces, sweep for orphans.
 package controller

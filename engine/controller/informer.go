@@ -8,39 +8,98 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tmplop/operator/engine/ownership"
 )
 
 // startInformer runs an informer of gvr in ns (all namespaces when "")
 // filtered by a label selector, until ctx is done. on is called for every
-// real change (not for resyncs), with deleted set on deletions.
+// real change (not for resyncs), with deleted set on deletions. Objects are
+// cached without their managedFields, which nothing here reads and which
+// are often the largest part of an object.
 func startInformer(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, selector string,
-	on func(obj *unstructured.Unstructured, deleted bool)) cache.SharedIndexInformer {
-	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	indexers cache.Indexers, on func(obj *unstructured.Unstructured, deleted bool)) cache.SharedIndexInformer {
+	if indexers == nil {
+		indexers = cache.Indexers{}
+	}
+	indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, indexers,
 		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+	_ = inf.SetTransform(dropManagedFields)
+	if on != nil {
+		_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
-				on(u, false)
+				on(u, deleted)
 			}
-		},
+		}))
+	}
+	go inf.Run(ctx.Done())
+	return inf
+}
+
+// startMetadataInformer runs a metadata-only informer of gvr in ns whose
+// cache keeps, of each object, only what deciding ownership reads.
+func startMetadataInformer(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, ns string,
+	on func(obj *metav1.PartialObjectMetadata, deleted bool)) cache.SharedIndexInformer {
+	inf := metadatainformer.NewFilteredMetadataInformer(md, gvr, ns, 0, cache.Indexers{}, nil).Informer()
+	_ = inf.SetTransform(ownershipStub)
+	_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
+		if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			on(p, deleted)
+		}
+	}))
+	go inf.Run(ctx.Done())
+	return inf
+}
+
+// handler calls on for adds, deletions and updates that changed the
+// object (a resync delivers the same resourceVersion).
+func handler(on func(obj any, deleted bool)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { on(obj, false) },
 		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*unstructured.Unstructured)
-			c, ok2 := cur.(*unstructured.Unstructured)
+			o, ok1 := old.(metav1.Object)
+			c, ok2 := cur.(metav1.Object)
 			if ok1 && ok2 && o.GetResourceVersion() != c.GetResourceVersion() {
-				on(c, false)
+				on(cur, false)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				on(u, true)
-			}
+			on(obj, true)
 		},
-	})
-	go inf.Run(ctx.Done())
-	return inf
+	}
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// ownershipStub keeps of an object's metadata what ownership.Claim reads:
+// the cache of every object of a child's kind costs a few hundred bytes an
+// object, whatever the objects hold.
+func ownershipStub(obj any) (any, error) {
+	p, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	stub := &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		OwnerReferences: p.OwnerReferences, DeletionTimestamp: p.DeletionTimestamp,
+	}}
+	if v, ok := p.Labels[ownership.LabelManagedBy]; ok {
+		stub.Labels = map[string]string{ownership.LabelManagedBy: v}
+	}
+	if v, ok := p.Annotations[ownership.AnnotationParent]; ok {
+		stub.Annotations = map[string]string{ownership.AnnotationParent: v}
+	}
+	return stub, nil
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -22,19 +26,16 @@ import (
 	"github.com/tmplop/operator/engine/reconcile"
 )
 
-// drainTimeout bounds how long a stopping kind waits for in-flight
-// reconciles before canceling their requests.
-const drainTimeout = 30 * time.Second
-
 // kindController serves one kind: informer -> queue -> workers.
 type kindController struct {
-	kind       *catalog.Kind
-	client     *kube.Client
-	namespace  string
-	children   *childWatches
-	lookups    *kindLookups
-	reconciler *reconcile.Reconciler
-	stats      *reconcile.Stats
+	kind         *catalog.Kind
+	client       *kube.Client
+	namespace    string
+	lookups      *lookupWatches
+	reconciler   *reconcile.Reconciler
+	stats        *reconcile.Stats
+	minRequeue   time.Duration
+	drainTimeout time.Duration
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -68,16 +69,15 @@ func (c *kindController) run(ctx context.Context) {
 	if mapping == nil {
 		return
 	}
-	if err := c.lookups.prepare(ctx, c.kind); err != nil {
-		log.Error(err, "Kind not started: its lookups cannot be served")
-		return
-	}
 
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: c.kind.GVK.GroupKind().String()})
+	selector := c.kind.ObjectSelector()
 	informer := dynamicinformer.NewFilteredDynamicInformer(c.client.Dynamic, mapping.Resource, c.namespace, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
+	_ = informer.SetTransform(dropManagedFields)
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.add(queue, obj) },
 		UpdateFunc: func(old, cur any) {
@@ -87,7 +87,7 @@ func (c *kindController) run(ctx context.Context) {
 		},
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.lookups.w.forget(parentRef{gk: c.kind.GVK.GroupKind(), key: key})
+				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), key: key})
 			}
 		},
 	})
@@ -100,7 +100,10 @@ func (c *kindController) run(ctx context.Context) {
 		queue.ShutDown()
 		return
 	}
-	log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers())
+	log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", selector)
+	if c.kind.Spec.AllowClusterScoped {
+		go c.sweep(ctx, mapping, informer)
+	}
 
 	// Workers get a context of their own, so that stopping lets in-flight
 	// reconciles finish their writes (drain) instead of cutting them off.
@@ -118,13 +121,43 @@ func (c *kindController) run(ctx context.Context) {
 	go func() { queue.ShutDownWithDrain(); close(drained) }()
 	select {
 	case <-drained:
-	case <-time.After(drainTimeout):
+	case <-time.After(c.drainTimeout):
 		log.Info("Drain timed out; canceling in-flight reconciles")
 		cancelWork()
 		queue.ShutDown()
 	}
 	wg.Wait()
 	log.Info("Stopped kind")
+}
+
+// sweepInterval is how often a kind with children outside its objects'
+// namespaces looks for such children whose parent is gone.
+const sweepInterval = 5 * time.Minute
+
+// sweep deletes, now and then every sweepInterval, the children outside
+// the namespace whose parent no longer exists (see reconcile.Sweep).
+func (c *kindController) sweep(ctx context.Context, m *meta.RESTMapping, informer cache.SharedIndexInformer) {
+	log := klog.FromContext(ctx)
+	exists := func(ctx context.Context, ns, name string) (types.UID, bool, error) {
+		if o, ok, _ := informer.GetIndexer().GetByKey(cacheKey(ns, name)); ok {
+			return o.(*unstructured.Unstructured).GetUID(), true, nil
+		}
+		live, err := c.client.Resource(m, ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return live.GetUID(), true, nil
+	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if n, err := c.reconciler.Sweep(ctx, exists); err != nil {
+			log.Error(err, "Looking for children whose parent is gone failed; will try again", "in", sweepInterval.String())
+		} else if n > 0 {
+			log.Info("Deleted children whose parent is gone", "count", n)
+		}
+	}, sweepInterval)
 }
 
 func waitForMapping(ctx context.Context, c *kindController) *meta.RESTMapping {
@@ -152,15 +185,24 @@ func (c *kindController) add(q workqueue.TypedRateLimitingInterface[string], obj
 }
 
 // needsReconcile is true for changes the templates can see or that the
-// engine must act on, and false for status-only updates: the operator's own
-// status write must not reconcile again.
+// engine must act on, and false for status-only updates and for the
+// engine's own marks on the parent: its own writes must not reconcile again.
 func needsReconcile(old, cur *unstructured.Unstructured) bool {
 	return old.GetGeneration() != cur.GetGeneration() ||
 		old.GetUID() != cur.GetUID() ||
 		!equality.Semantic.DeepEqual(old.GetLabels(), cur.GetLabels()) ||
-		!equality.Semantic.DeepEqual(old.GetAnnotations(), cur.GetAnnotations()) ||
+		!equality.Semantic.DeepEqual(withoutOwn(old.GetAnnotations()), withoutOwn(cur.GetAnnotations())) ||
 		!equality.Semantic.DeepEqual(old.GetDeletionTimestamp(), cur.GetDeletionTimestamp()) ||
 		(cur.GetDeletionTimestamp() != nil && !equality.Semantic.DeepEqual(old.GetFinalizers(), cur.GetFinalizers()))
+}
+
+func withoutOwn(ann map[string]string) map[string]string {
+	if _, ok := ann[reconcile.AnnotationPruneHeld]; !ok {
+		return ann
+	}
+	out := maps.Clone(ann)
+	delete(out, reconcile.AnnotationPruneHeld)
+	return out
 }
 
 func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
@@ -204,12 +246,15 @@ func (c *kindController) handle(ctx context.Context, q workqueue.TypedRateLimiti
 		q.Forget(key)
 		if res.RequeueAfter > 0 {
 			c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.Requeues })
-			q.AddAfter(key, res.RequeueAfter)
+			q.AddAfter(key, max(res.RequeueAfter, c.minRequeue))
 		}
 	case errors.As(err, &terminal):
-		// Reported on the object; the next change of the object or of the
-		// templates reconciles it again.
+		// Reported on the object; the next change of the object, of the
+		// templates or of what it waits for reconciles it again.
 		q.Forget(key)
+		if terminal.RetryAfter > 0 {
+			q.AddAfter(key, terminal.RetryAfter)
+		}
 	default:
 		c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.RateLimited })
 		klog.FromContext(ctx).V(1).Info("Reconcile will be retried", "key", key, "err", err.Error())

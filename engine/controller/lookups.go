@@ -2,13 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,36 +42,55 @@ func (r read) matches(o *unstructured.Unstructured) bool {
 	return r.selector.Matches(labels.Set(o.GetLabels()))
 }
 
-// lookupWatches serves the templates' lookups from informer caches, one
-// unfiltered informer per declared resource, and remembers who read what, so
-// that a change re-reconciles exactly the parents whose render it could
-// change (a Pod turning Ready updates the Memcached that lists its Pods).
+// lookupKey is one lookup cache: a resource in one namespace ("" for all,
+// or for cluster-scoped kinds), with an optional label selector.
+type lookupKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	selector  string
+}
+
+// lookupInformer is a lookup cache and the parents that read it; it is
+// stopped when the last of them is gone.
+type lookupInformer struct {
+	inf    cache.SharedIndexInformer
+	cancel context.CancelFunc
+	users  map[parentRef]bool
+}
+
+// lookupWatches serves the templates' lookups from informer caches cut to
+// what is needed: a namespaced kind is cached only in the namespaces of
+// the parents that read it (unless kind.yaml says allNamespaces), only
+// with the labels kind.yaml's selector names, and only while such a parent
+// exists. Nothing that no kind.yaml declares is ever cached (Secrets
+// included). It also remembers who read what, so that a change
+// re-reconciles exactly the parents whose render it could change.
 type lookupWatches struct {
 	ctx       context.Context
 	dyn       dynamic.Interface
-	namespace string
+	namespace string // the operator's --namespace, "" for all
 	route     func(p parentRef)
 
 	mu        sync.Mutex
-	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	informers map[lookupKey]*lookupInformer
 	reads     map[schema.GroupVersionResource]map[parentRef][]read
 }
 
-// ensure starts the informer of m's resource and returns it.
-func (w *lookupWatches) ensure(m *meta.RESTMapping) cache.SharedIndexInformer {
+// acquire returns the cache of key, started if needed, for user.
+func (w *lookupWatches) acquire(key lookupKey, user parentRef) cache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if inf, ok := w.informers[m.Resource]; ok {
-		return inf
+	li, ok := w.informers[key]
+	if !ok {
+		ctx, cancel := context.WithCancel(w.ctx)
+		gvr := key.gvr
+		li = &lookupInformer{cancel: cancel, users: map[parentRef]bool{},
+			inf: startInformer(ctx, w.dyn, gvr, key.namespace, key.selector, nil,
+				func(u *unstructured.Unstructured, _ bool) { w.changed(gvr, u) })}
+		w.informers[key] = li
 	}
-	ns := metav1.NamespaceAll
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns = w.namespace
-	}
-	gvr := m.Resource
-	inf := startInformer(w.ctx, w.dyn, gvr, ns, "", func(u *unstructured.Unstructured, _ bool) { w.changed(gvr, u) })
-	w.informers[gvr] = inf
-	return inf
+	li.users[user] = true
+	return li.inf
 }
 
 func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o *unstructured.Unstructured) {
@@ -93,8 +110,40 @@ func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o *unstructured
 	}
 }
 
-// forget drops the reads of a parent that is gone.
+// forget drops what p read, and the caches only p used.
 func (w *lookupWatches) forget(p parentRef) {
+	w.forgetWhere(func(q parentRef) bool { return q == p })
+}
+
+// forgetKind drops every parent of gk: its kind stopped.
+func (w *lookupWatches) forgetKind(gk schema.GroupKind) {
+	w.forgetWhere(func(q parentRef) bool { return q.gk == gk })
+}
+
+func (w *lookupWatches) forgetWhere(match func(parentRef) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, byParent := range w.reads {
+		for q := range byParent {
+			if match(q) {
+				delete(byParent, q)
+			}
+		}
+	}
+	for key, li := range w.informers {
+		for q := range li.users {
+			if match(q) {
+				delete(li.users, q)
+			}
+		}
+		if len(li.users) == 0 {
+			li.cancel()
+			delete(w.informers, key)
+		}
+	}
+}
+
+func (w *lookupWatches) resetReads(p parentRef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, byParent := range w.reads {
@@ -111,86 +160,109 @@ func (w *lookupWatches) record(gvr schema.GroupVersionResource, p parentRef, r r
 	w.reads[gvr][p] = append(w.reads[gvr][p], r)
 }
 
-// errLookupRefused is a lookup kind.yaml does not allow: terminal.
-var errLookupRefused = errors.New("lookup refused")
-
-// kindLookups is what one kind may read.
+// kindLookups is what one kind may read. It implements reconcile.Lookups.
 type kindLookups struct {
-	w       *lookupWatches
-	client  *kube.Client
-	allowed map[schema.GroupKind]catalog.LookupSpec
+	w      *lookupWatches
+	client *kube.Client
+	specs  []catalog.LookupSpec
 }
 
-// prepare starts the informers of every declared lookup and waits for them
-// to sync, so that renders never read a partial cache.
-func (k *kindLookups) prepare(ctx context.Context, kind *catalog.Kind) error {
-	var synced []cache.InformerSynced
-	for _, l := range kind.Spec.Lookups {
-		m, err := k.client.Mapping(schema.FromAPIVersionAndKind(l.APIVersion, l.Kind))
-		if err != nil {
-			return fmt.Errorf("lookups: %w", err)
-		}
-		synced = append(synced, k.w.ensure(m).HasSynced)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("lookups: caches did not sync: %w", ctx.Err())
-	}
-	return nil
+var _ reconcile.Lookups = (*kindLookups)(nil)
+
+// resolved is one declared lookup, ready for a parent.
+type resolved struct {
+	spec    catalog.LookupSpec
+	mapping *meta.RESTMapping
+	inf     cache.SharedIndexInformer // nil: the parent may not read this kind anywhere
 }
 
-// forParent returns the render.Lookup of one reconcile of parent. It starts
-// afresh the record of what the parent reads.
-func (k *kindLookups) forParent(parent *unstructured.Unstructured) render.Lookup {
+// For implements reconcile.Lookups: it starts the caches parent may read
+// and waits for them to list, so that a render never reads a partial cache
+// (an empty list that is only a cache still listing would make children
+// vanish). A kind not served yet is an error to retry, not a dead kind.
+func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured) (render.Lookup, error) {
 	p := parentRef{gk: parent.GroupVersionKind().GroupKind(), key: cacheKey(parent.GetNamespace(), parent.GetName())}
-	k.w.forget(p)
-	return &parentLookup{k: k, parent: parent, ref: p}
+	k.w.resetReads(p)
+	l := &parentLookup{k: k, parent: parent, ref: p, allowed: map[schema.GroupKind]*resolved{}}
+	var synced []cache.InformerSynced
+	for _, spec := range k.specs {
+		gvk := schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind)
+		m, err := k.client.Mapping(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("lookups: %w", err)
+		}
+		r := &resolved{spec: spec, mapping: m}
+		l.allowed[gvk.GroupKind()] = r
+		key := lookupKey{gvr: m.Resource, selector: spec.LookupSelector()}
+		switch {
+		case m.Scope.Name() != meta.RESTScopeNameNamespace:
+		case spec.AllNamespaces:
+			key.namespace = k.w.namespace
+		case parent.GetNamespace() == "":
+			continue // a cluster-scoped parent has no namespace to read in
+		default:
+			key.namespace = parent.GetNamespace()
+		}
+		r.inf = k.w.acquire(key, p)
+		synced = append(synced, r.inf.HasSynced)
+	}
+	if len(synced) > 0 {
+		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		defer cancel()
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+			return nil, fmt.Errorf("lookup caches have not listed their objects: %w", reconcile.ErrNotReady)
+		}
+	}
+	return l, nil
 }
 
 type parentLookup struct {
-	k      *kindLookups
-	parent *unstructured.Unstructured
-	ref    parentRef
+	k       *kindLookups
+	parent  *unstructured.Unstructured
+	ref     parentRef
+	allowed map[schema.GroupKind]*resolved
 }
 
 var _ render.Lookup = (*parentLookup)(nil)
 
 // resolve checks a lookup against kind.yaml and the parent's namespace and
-// returns the informer that serves it.
-func (l *parentLookup) resolve(apiVersion, kind, namespace string) (cache.SharedIndexInformer, *meta.RESTMapping, string, error) {
-	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
-	spec, ok := l.k.allowed[gvk.GroupKind()]
+// returns the cache that serves it and the namespace to read.
+func (l *parentLookup) resolve(apiVersion, kind, namespace string) (*resolved, string, error) {
+	gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
+	r, ok := l.allowed[gk]
 	if !ok {
-		return nil, nil, "", fmt.Errorf("%w: %s is not declared in kind.yaml lookups", errLookupRefused, gvk.GroupKind())
+		return nil, "", fmt.Errorf("%w: %s is not declared in kind.yaml lookups", render.ErrLookupRefused, gk)
 	}
-	m, err := l.k.client.Mapping(gvk)
-	if err != nil {
-		return nil, nil, "", err
+	if r.mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return r, "", nil
 	}
-	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		namespace = ""
-	} else if namespace != l.parent.GetNamespace() && !spec.AllNamespaces {
-		where := fmt.Sprintf("namespace %q", namespace)
-		if namespace == "" {
-			where = "all namespaces"
-		}
-		return nil, nil, "", fmt.Errorf("%w: %s in %s is outside the parent's namespace %q (kind.yaml lookups: allNamespaces: true allows it)",
-			errLookupRefused, gvk.GroupKind(), where, l.parent.GetNamespace())
+	pns := l.parent.GetNamespace()
+	if r.spec.AllNamespaces {
+		return r, namespace, nil
 	}
-	inf := l.k.w.ensure(m)
-	if !inf.HasSynced() {
-		return nil, nil, "", fmt.Errorf("lookup %s: %w", gvk.GroupKind(), reconcile.ErrNotReady)
+	where := fmt.Sprintf("namespace %q", namespace)
+	if namespace == "" {
+		where = "all namespaces"
 	}
-	return inf, m, namespace, nil
+	if pns == "" {
+		return nil, "", fmt.Errorf("%w: %s in %s from a cluster-scoped parent, which has no namespace of its own (kind.yaml lookups: allNamespaces: true allows it)",
+			render.ErrLookupRefused, gk, where)
+	}
+	if namespace != pns {
+		return nil, "", fmt.Errorf("%w: %s in %s is outside the parent's namespace %q (kind.yaml lookups: allNamespaces: true allows it)",
+			render.ErrLookupRefused, gk, where, pns)
+	}
+	return r, namespace, nil
 }
 
 // Get implements render.Lookup.
 func (l *parentLookup) Get(apiVersion, kind, namespace, name string) (map[string]any, error) {
-	inf, m, namespace, err := l.resolve(apiVersion, kind, namespace)
+	r, namespace, err := l.resolve(apiVersion, kind, namespace)
 	if err != nil {
 		return nil, err
 	}
-	l.k.w.record(m.Resource, l.ref, read{namespace: namespace, name: name})
-	o, ok, err := inf.GetIndexer().GetByKey(cacheKey(namespace, name))
+	l.k.w.record(r.mapping.Resource, l.ref, read{namespace: namespace, name: name})
+	o, ok, err := r.inf.GetIndexer().GetByKey(cacheKey(namespace, name))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -200,23 +272,23 @@ func (l *parentLookup) Get(apiVersion, kind, namespace, name string) (map[string
 // List implements render.Lookup. Items are sorted by namespace and name, so
 // that renders are deterministic.
 func (l *parentLookup) List(apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
-	inf, m, namespace, err := l.resolve(apiVersion, kind, namespace)
+	r, namespace, err := l.resolve(apiVersion, kind, namespace)
 	if err != nil {
 		return nil, err
 	}
 	sel, err := labels.Parse(selector)
 	if err != nil {
-		return nil, fmt.Errorf("%w: selector %q: %v", errLookupRefused, selector, err)
+		return nil, fmt.Errorf("%w: selector %q: %v", render.ErrLookupRefused, selector, err)
 	}
-	l.k.w.record(m.Resource, l.ref, read{namespace: namespace, selector: sel})
+	l.k.w.record(r.mapping.Resource, l.ref, read{namespace: namespace, selector: sel})
 	var objs []any
 	if namespace != "" {
-		objs, err = inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+		objs, err = r.inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		objs = inf.GetIndexer().List()
+		objs = r.inf.GetIndexer().List()
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range objs {

@@ -3,20 +3,26 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/inventory"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/render"
 )
 
 // Options configure a Manager.
@@ -26,19 +32,43 @@ type Options struct {
 	FieldManager string
 	// Namespace restricts the watches to one namespace; "" watches all.
 	Namespace string
+	// StateNamespace holds the operator's own records (the inventory
+	// ConfigMap); "" means "default".
+	StateNamespace string
 	// Recorder records Events on the objects.
 	Recorder record.EventRecorder
 	// NewClient returns the client a kind's cluster calls go through; nil:
 	// one client from the Manager's config for every kind. It is the seam
 	// for per-kind credentials (impersonating the kind's ServiceAccount).
 	NewClient func(k *catalog.Kind) (*kube.Client, error)
+	// Budget is every render's budget, unless kind.yaml overrides it.
+	Budget render.Budget
+	// MinRequeue is the shortest requeueAfter honoured; 0: DefaultMinRequeue.
+	MinRequeue time.Duration
+	// DrainTimeout bounds how long a stopping kind lets in-flight reconciles
+	// finish before canceling them; 0: DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// PruneConfirmDelay is how long the deletion guard holds a prune back;
+	// 0: reconcile.DefaultPruneConfirmDelay.
+	PruneConfirmDelay time.Duration
 }
+
+// Defaults of Options.
+const (
+	// DefaultMinRequeue is the floor of requeueAfter: a spec field that
+	// asks for "1ns" must not spin a worker.
+	DefaultMinRequeue = time.Second
+	// DefaultDrainTimeout leaves a Pod's default 30 s grace period room to
+	// flush Events and exit.
+	DefaultDrainTimeout = 20 * time.Second
+)
 
 // Manager runs kinds and the watches they share.
 type Manager struct {
-	opts    Options
-	base    *kube.Client
-	applier *apply.Applier
+	opts      Options
+	base      *kube.Client
+	applier   *apply.Applier
+	inventory *inventory.Store
 
 	ctx      context.Context
 	children *childWatches
@@ -60,6 +90,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{}
 	}
+	if opts.MinRequeue <= 0 {
+		opts.MinRequeue = DefaultMinRequeue
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.StateNamespace == "" {
+		opts.StateNamespace = "default"
+	}
 	base, err := kube.New(cfg, opts.FieldManager)
 	if err != nil {
 		return nil, err
@@ -68,20 +107,42 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, base: base, ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{}}
-	m.children = &childWatches{
-		ctx: ctx, dyn: dyn, manager: opts.FieldManager, namespace: opts.Namespace,
-		route:     m.routeChild,
-		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
-	m.applier = apply.NewApplier(m.children)
-	m.children.forget = m.applier.Forget
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name, err := inventoryName(opts.FieldManager)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{opts: opts, base: base, ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
+		inventory: inventory.New(cs.CoreV1().ConfigMaps(opts.StateNamespace), name)}
+	m.children = &childWatches{
+		ctx: ctx, dyn: dyn, meta: md, manager: opts.FieldManager, namespace: opts.Namespace,
+		route: m.routeChild,
+		byGR:  map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
+	}
+	m.applier = apply.NewApplier(m.children, m.children.routeParentOf)
+	m.children.applier = m.applier
 	m.lookups = &lookupWatches{
 		ctx: ctx, dyn: dyn, namespace: opts.Namespace, route: m.route,
-		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		informers: map[lookupKey]*lookupInformer{},
 		reads:     map[schema.GroupVersionResource]map[parentRef][]read{},
 	}
 	return m, nil
+}
+
+// inventoryName is the inventory ConfigMap's name for a field manager.
+func inventoryName(fieldManager string) (string, error) {
+	name := strings.ToLower(fieldManager) + "-inventory"
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", fmt.Errorf("field manager %q: cannot name the inventory ConfigMap %q: %s", fieldManager, name, strings.Join(errs, "; "))
+	}
+	return name, nil
 }
 
 // Start starts serving kind k; it returns at once. A kind already running
@@ -100,16 +161,15 @@ func (m *Manager) Start(k *catalog.Kind) error {
 	ctx, cancel := context.WithCancel(m.ctx)
 	kc := &kindController{
 		kind: k, client: client, cancel: cancel, done: make(chan struct{}),
-		namespace: m.opts.Namespace, children: m.children,
-		lookups: &kindLookups{w: m.lookups, client: client, allowed: allowedLookups(k)},
-		stats:   &reconcile.Stats{},
+		namespace: m.opts.Namespace, lookups: m.lookups,
+		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
+		stats: &reconcile.Stats{},
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
-		Manager: m.opts.FieldManager, Stats: kc.stats,
-	}
-	if len(k.Spec.Lookups) > 0 {
-		kc.reconciler.Lookup = kc.lookups.forParent
+		Lookups:   &kindLookups{w: m.lookups, client: client, specs: k.Spec.Lookups},
+		Inventory: m.inventory, Manager: m.opts.FieldManager, Budget: m.opts.Budget,
+		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
 	}
 	m.mu.Lock()
 	m.kinds[gk] = kc
@@ -131,6 +191,7 @@ func (m *Manager) Stop(gk schema.GroupKind) {
 	m.mu.Unlock()
 	if kc != nil {
 		kc.stop()
+		m.lookups.forgetKind(gk)
 	}
 }
 
@@ -158,9 +219,11 @@ func (m *Manager) Stats(gk schema.GroupKind) *reconcile.Stats {
 // Wait stops every kind, letting in-flight reconciles finish, and returns
 // when all have stopped. Call it after the context is canceled.
 func (m *Manager) Wait() {
+	var wg sync.WaitGroup
 	for _, gk := range m.Kinds() {
-		m.Stop(gk)
+		wg.Go(func() { m.Stop(gk) })
 	}
+	wg.Wait()
 	m.wg.Wait()
 }
 
@@ -176,12 +239,4 @@ func (m *Manager) route(p parentRef) {
 	if kc != nil {
 		kc.enqueue(p.key)
 	}
-}
-
-func allowedLookups(k *catalog.Kind) map[schema.GroupKind]catalog.LookupSpec {
-	out := map[schema.GroupKind]catalog.LookupSpec{}
-	for _, l := range k.Spec.Lookups {
-		out[schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()] = l
-	}
-	return out
 }

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +26,16 @@ type Client struct {
 	Mapper  meta.ResettableRESTMapper
 	// FieldManager is the server-side apply field manager of every write.
 	FieldManager string
+
+	// lastReset is when the mapper's discovery was last reset (unix nanos).
+	lastReset atomic.Int64
 }
+
+// resetInterval bounds how often a mapping miss may reset the discovery
+// cache: a reset costs a request per API group, and a template that
+// renders a kind no API serves would otherwise cost that on every
+// reconcile of every object.
+const resetInterval = 10 * time.Second
 
 // New returns a Client for cfg with its own cached discovery.
 func New(cfg *rest.Config, fieldManager string) (*Client, error) {
@@ -41,17 +52,39 @@ func New(cfg *rest.Config, fieldManager string) (*Client, error) {
 }
 
 // Mapping returns the resource and scope of gvk. A miss resets the cached
-// discovery once and asks again, so a CRD installed after start-up is seen.
+// discovery and asks again, so a CRD installed after start-up is seen; at
+// most once per resetInterval, so that a kind nobody serves fails fast
+// instead of rediscovering every API group each time.
 func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
+	if meta.IsNoMatchError(err) && c.mayReset() {
 		c.Mapper.Reset()
 		m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("map %s: no such kind is served (is its CRD installed?): %w", gvk, err)
+		}
 		return nil, fmt.Errorf("map %s: %w", gvk, err)
 	}
 	return m, nil
+}
+
+func (c *Client) mayReset() bool {
+	now := time.Now().UnixNano()
+	last := c.lastReset.Load()
+	return now-last >= int64(resetInterval) && c.lastReset.CompareAndSwap(last, now)
+}
+
+// Preferred returns the mapping of m's group and kind at the version the
+// API server prefers: every version of a resource is one set of objects,
+// watched once.
+func (c *Client) Preferred(m *meta.RESTMapping) (*meta.RESTMapping, error) {
+	p, err := c.Mapper.RESTMapping(m.GroupVersionKind.GroupKind())
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", m.GroupVersionKind.GroupKind(), err)
+	}
+	return p, nil
 }
 
 // Namespaced reports whether gvk is a namespaced kind.

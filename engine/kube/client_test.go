@@ -37,8 +37,13 @@ func TestMappingResetsOnMiss(t *testing.T) {
 	if ns, err := c.Namespaced(gvk); err != nil || !ns {
 		t.Fatalf("namespaced = %v, %v", ns, err)
 	}
-	if _, err := c.Mapping(schema.GroupVersionKind{Group: "x.io", Version: "v1", Kind: "Missing"}); !meta.IsNoMatchError(err) {
-		t.Fatalf("err = %v, want a no-match error", err)
+	for range 3 {
+		if _, err := c.Mapping(schema.GroupVersionKind{Group: "x.io", Version: "v1", Kind: "Missing"}); !meta.IsNoMatchError(err) {
+			t.Fatalf("err = %v, want a no-match error", err)
+		}
+	}
+	if m.resets != 1 {
+		t.Fatalf("%d resets: misses within the reset interval must not rediscover", m.resets)
 	}
 }
 

@@ -16,23 +16,29 @@ type Scope func(gvk schema.GroupVersionKind) (namespaced bool, err error)
 type Policy struct {
 	// Manager is the operator's field manager, the value of LabelManagedBy.
 	Manager string
-	// AllowOutside allows cluster-scoped children and children in other
-	// namespaces (kind.yaml allowClusterScoped).
+	// AllowOutside allows children outside the parent's namespace:
+	// cluster-scoped ones, ones in other namespaces, and every child of a
+	// cluster-scoped parent (kind.yaml allowClusterScoped).
 	AllowOutside bool
 }
 
-// OutsideError is a child the parent may not have: cluster-scoped or in
-// another namespace without the kind's opt-in.
+// OutsideError is a child the parent may not have: outside its namespace
+// without the kind's opt-in.
 type OutsideError struct{ Reason string }
 
 func (e *OutsideError) Error() string { return e.Reason }
 
-// Adopt makes child a child of parent in place: namespace default, scope
-// check, owner reference, labels and annotation. It reports whether the child
-// is outside the parent's namespace (cluster-scoped or another namespace):
-// such children have no owner reference and are cleaned up through the
-// parent's finalizer.
-func Adopt(parent, child *unstructured.Unstructured, namespaced bool, pol Policy) (outside bool, err error) {
+// Adopt makes child, rendered from template file, a child of parent in
+// place: namespace default, containment check, owner reference, labels and
+// annotations. It reports whether the child needs the parent's finalizer:
+// a namespaced parent cannot own what lies outside its namespace, so
+// garbage collection will not delete it.
+//
+// Containment holds for both scopes of parent: whoever may create the
+// parent in one namespace must not make the operator write outside it, and
+// a cluster-scoped parent has no namespace of its own, so every child it
+// renders is outside and needs the opt-in.
+func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file string, pol Policy) (needsFinalizer bool, err error) {
 	pns := parent.GetNamespace()
 	id := fmt.Sprintf("%s %q", child.GetKind(), child.GetName())
 	switch {
@@ -46,46 +52,46 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, pol Policy
 		// keeps the object we compare with the live one honest.
 		child.SetNamespace("")
 	}
-	outside = pns != "" && (!namespaced || child.GetNamespace() != pns)
+	outside := pns == "" || !namespaced || child.GetNamespace() != pns
 	if outside && !pol.AllowOutside {
-		where := "cluster-scoped"
-		if namespaced {
+		var where string
+		switch {
+		case pns == "":
+			where = fmt.Sprintf("a child of cluster-scoped %s %q", parent.GetKind(), parent.GetName())
+		case !namespaced:
+			where = "cluster-scoped"
+		default:
 			where = fmt.Sprintf("in namespace %q, outside the parent's namespace %q", child.GetNamespace(), pns)
 		}
-		return true, &OutsideError{Reason: fmt.Sprintf("%s is %s: kind.yaml must set allowClusterScoped: true to allow it", id, where)}
+		return false, &OutsideError{Reason: fmt.Sprintf("%s is %s: kind.yaml must set allowClusterScoped: true to allow it", id, where)}
 	}
-	if !outside {
+	// A cluster-scoped parent may own anything; a namespaced one only what
+	// shares its namespace.
+	owned := pns == "" || !outside
+	if owned {
 		if err := setController(parent, child); err != nil {
 			return false, fmt.Errorf("%s: %w", id, err)
 		}
 	}
-	p := ParentOf(parent)
 	labels := child.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[LabelManagedBy] = pol.Manager
-	labels[LabelPartOf] = ApplySetID(p)
 	labels[LabelParentUID] = string(parent.GetUID())
 	child.SetLabels(labels)
 	ann := child.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationParent] = p.String()
+	ann[AnnotationParent] = ParentOf(parent).String()
+	ann[AnnotationTemplate] = file
 	child.SetAnnotations(ann)
-	return outside, nil
+	return !owned, nil
 }
 
 func setController(parent, child *unstructured.Unstructured) error {
-	ref := metav1.OwnerReference{
-		APIVersion:         parent.GetAPIVersion(),
-		Kind:               parent.GetKind(),
-		Name:               parent.GetName(),
-		UID:                parent.GetUID(),
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
+	ref := controllerRef(parent)
 	refs := child.GetOwnerReferences()
 	for i, r := range refs {
 		if r.UID == ref.UID {
@@ -99,4 +105,15 @@ func setController(parent, child *unstructured.Unstructured) error {
 	}
 	child.SetOwnerReferences(append(refs, ref))
 	return nil
+}
+
+func controllerRef(parent *unstructured.Unstructured) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         parent.GetAPIVersion(),
+		Kind:               parent.GetKind(),
+		Name:               parent.GetName(),
+		UID:                parent.GetUID(),
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
 }

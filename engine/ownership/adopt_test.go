@@ -23,8 +23,11 @@ func obj(apiVersion, kind, ns, name string) *unstructured.Unstructured {
 func TestAdopt(t *testing.T) {
 	parent := obj("cache.example.com/v1alpha1", "Memcached", "team-a", "mc")
 	parent.SetUID("uid-1")
+	clusterParent := obj("e.io/v1", "Team", "", "t")
+	clusterParent.SetUID("uid-1")
 	cases := []struct {
 		name        string
+		parent      *unstructured.Unstructured
 		child       *unstructured.Unstructured
 		namespaced  bool
 		allow       bool
@@ -40,10 +43,18 @@ func TestAdopt(t *testing.T) {
 		{name: "cluster-scoped allowed, no owner", child: obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"), allow: true, wantOutside: true},
 		{name: "namespace cleared on cluster-scoped", child: obj("v1", "Namespace", "team-a", "n"), allow: true, wantOutside: true},
 		{name: "other namespace allowed, no owner", child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, allow: true, wantNS: "team-b", wantOutside: true},
+		{name: "cluster-scoped parent: namespaced child refused", parent: clusterParent, child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, wantErr: `a child of cluster-scoped Team "t"`},
+		{name: "cluster-scoped parent: cluster-scoped child refused", parent: clusterParent, child: obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"), wantErr: "allowClusterScoped"},
+		{name: "cluster-scoped parent: allowed, owned, no finalizer", parent: clusterParent, child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, allow: true, wantNS: "team-b", wantOwner: true},
+		{name: "cluster-scoped parent: cluster-scoped child owned", parent: clusterParent, child: obj("v1", "Namespace", "", "n"), allow: true, wantOwner: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			outside, err := Adopt(parent, tc.child, tc.namespaced, Policy{Manager: "op", AllowOutside: tc.allow})
+			parent := parent
+			if tc.parent != nil {
+				parent = tc.parent
+			}
+			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", Policy{Manager: "op", AllowOutside: tc.allow})
 			if tc.wantErr != "" {
 				var oe *OutsideError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &oe) {
@@ -68,8 +79,8 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("labels = %v: IsChildOf wrong", tc.child.GetLabels())
 			}
 			p, err := ParseParent(tc.child.GetAnnotations()[AnnotationParent])
-			if err != nil || p != ParentOf(parent) {
-				t.Errorf("parent annotation = %v %v", p, err)
+			if err != nil || p != ParentOf(parent) || tc.child.GetAnnotations()[AnnotationTemplate] != "t.yaml" {
+				t.Errorf("annotations = %v %v", tc.child.GetAnnotations(), err)
 			}
 		})
 	}
@@ -80,19 +91,56 @@ func TestAdoptRefusesAnotherController(t *testing.T) {
 	parent.SetUID("uid-1")
 	child := obj("apps/v1", "Deployment", "", "d")
 	child.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Other", Name: "x", UID: "uid-2", Controller: ptr.To(true)}})
-	if _, err := Adopt(parent, child, true, Policy{Manager: "op"}); err == nil || !strings.Contains(err.Error(), "another controller") {
+	if _, err := Adopt(parent, child, true, "d.yaml", Policy{Manager: "op"}); err == nil || !strings.Contains(err.Error(), "another controller") {
 		t.Fatalf("err = %v, want refusal", err)
 	}
 }
 
-func TestApplySetID(t *testing.T) {
-	// The KEP's own example: name "mysecret", namespace "myns", Secret in the core group.
-	p := Parent{GroupKind: schema.GroupKind{Kind: "Secret"}, Namespace: "myns", Name: "mysecret"}
-	id := ApplySetID(p)
-	if !strings.HasPrefix(id, "applyset-") || !strings.HasSuffix(id, "-v1") || len(id) > 63 {
-		t.Fatalf("id %q is not a valid ApplySet label value", id)
+func TestClaim(t *testing.T) {
+	parent := obj("app.example.com/v1", "AppService", "ns", "web")
+	parent.SetUID("uid-new")
+	gk := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	existing := func(ann, labels map[string]string, owner *metav1.OwnerReference) *unstructured.Unstructured {
+		o := obj("apps/v1", "Deployment", "ns", "web")
+		o.SetAnnotations(ann)
+		o.SetLabels(labels)
+		if owner != nil {
+			o.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
+		return o
 	}
-	if id != ApplySetID(p) || id == ApplySetID(Parent{GroupKind: p.GroupKind, Namespace: "other", Name: "mysecret"}) {
-		t.Fatal("ApplySetID must be stable and distinct per parent")
+	mine := map[string]string{AnnotationParent: "AppService.app.example.com/ns/web"}
+	cases := []struct {
+		name     string
+		existing *unstructured.Unstructured
+		wantErr  string
+	}{
+		{name: "created by kubectl: refused with the way to adopt", existing: existing(nil, nil, nil),
+			wantErr: "exists and is not owned by this AppService; to let it adopt the object, annotate the object with operator.tmplop.io/parent=AppService.app.example.com/ns/web"},
+		{name: "ours for this parent", existing: existing(mine, map[string]string{LabelManagedBy: "op"},
+			&metav1.OwnerReference{APIVersion: "app.example.com/v1", Kind: "AppService", Name: "web", UID: "uid-new", Controller: ptr.To(true)})},
+		{name: "ours for an earlier object of the same name", existing: existing(mine, map[string]string{LabelManagedBy: "op"},
+			&metav1.OwnerReference{APIVersion: "app.example.com/v1", Kind: "AppService", Name: "web", UID: "uid-old", Controller: ptr.To(true)})},
+		{name: "adoption consented by annotation", existing: existing(mine, nil, nil)},
+		{name: "consented but controlled by a ReplicaSet", existing: existing(mine, nil,
+			&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}),
+			wantErr: `controlled by ReplicaSet "rs"`},
+		{name: "another parent's child", existing: existing(map[string]string{AnnotationParent: "AppService.app.example.com/ns/other"},
+			map[string]string{LabelManagedBy: "op"}, nil), wantErr: "belongs to AppService.app.example.com/ns/other"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Claim(tc.existing, gk, parent, "op")
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ce *ConflictError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want a ConflictError with %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -7,18 +7,21 @@
 //
 //   - Give every child the parent's namespace when it is namespaced and has
 //     none.
-//   - Refuse children outside the parent's namespace, and cluster-scoped
-//     children of a namespaced parent, unless the kind opted in: a user who
-//     may only create a custom resource in namespace A must never get the
-//     operator to write into namespace B.
+//   - Refuse children outside the parent's namespace, cluster-scoped
+//     children, and every child of a cluster-scoped parent (which has no
+//     namespace of its own), unless the kind opted in: a user who may only
+//     create a custom resource in namespace A must never get the operator
+//     to write into namespace B.
+//   - Decide whether a parent may apply over an object that already holds
+//     a child's name (Claim): only when the object names the parent, because
+//     the operator made it or its owner consented to the adoption.
 //   - Add a controller ownerReference to the parent where Kubernetes allows
 //     one (same namespace, or a cluster-scoped parent), so that deleting the
 //     parent is garbage collection.
-//   - Label every child with the managing operator, the parent's ApplySet ID
-//     (KEP-3659's applyset.kubernetes.io/part-of) and the parent's UID, and
-//     annotate it with the parent's identity. Watches select children by the
-//     labels, map events back to the parent by the annotation, and prune
-//     only what carries both.
+//   - Label every child with the managing operator and the parent's UID,
+//     and annotate it with the parent's identity and its template file.
+//     Watches select children by the labels, map events back to the parent
+//     by the annotation, and prune only what carries both labels.
 //
 // Everything here is pure: the scope of a kind comes from the caller (a
 // RESTMapper when running, a static table offline), so `operator render`

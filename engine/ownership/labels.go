@@ -1,8 +1,6 @@
 package ownership
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -14,17 +12,23 @@ import (
 const (
 	// LabelManagedBy names the operator instance (its field manager) that
 	// manages a child. Child watches select on it, so the operator never
-	// caches objects it does not manage.
+	// caches objects it does not manage in full.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelPartOf is KEP-3659's ApplySet membership label; its value is the
-	// parent's ApplySet ID, so `kubectl` users can see what set a child is in.
-	LabelPartOf = "applyset.kubernetes.io/part-of"
-	// LabelParentUID is the UID of the parent object: a parent deleted and
-	// re-created under the same name never claims the old one's children.
+	// LabelParentUID is the UID of the parent object: pruning selects on it
+	// with LabelManagedBy, so a parent deleted and re-created under the
+	// same name never deletes the old one's children by mistake.
 	LabelParentUID = "operator.tmplop.io/parent-uid"
 	// AnnotationParent is "Kind.group/namespace/name" of the parent, for
-	// mapping child events back to it; labels cannot hold long names.
+	// mapping child events back to it; labels cannot hold long names. On
+	// an object the operator did not create, it is the owner's consent to
+	// adoption by that parent (see Claim).
 	AnnotationParent = "operator.tmplop.io/parent"
+	// AnnotationTemplate is the file a child was rendered from, so that the
+	// deletion guard knows which children came from which template.
+	AnnotationTemplate = "operator.tmplop.io/template"
+	// AnnotationPrune set to "disabled" on a child (by its template) keeps
+	// it when the templates stop rendering it.
+	AnnotationPrune = "operator.tmplop.io/prune"
 )
 
 // Parent identifies a parent object.
@@ -53,16 +57,9 @@ func ParseParent(s string) (Parent, error) {
 	return Parent{GroupKind: schema.ParseGroupKind(parts[0]), Namespace: parts[1], Name: parts[2]}, nil
 }
 
-// ApplySetID is the parent's ApplySet ID as KEP-3659 defines it:
-// "applyset-" + base64url(sha256(name.namespace.kind.group)) + "-v1".
-func ApplySetID(p Parent) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{p.Name, p.Namespace, p.GroupKind.Kind, p.GroupKind.Group}, ".")))
-	return "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
-}
-
-// Selector selects the children of one parent managed by manager.
-func Selector(manager string, p Parent, uid types.UID) string {
-	return fmt.Sprintf("%s=%s,%s=%s,%s=%s", LabelManagedBy, manager, LabelPartOf, ApplySetID(p), LabelParentUID, uid)
+// Selector selects the children of the parent with uid managed by manager.
+func Selector(manager string, uid types.UID) string {
+	return fmt.Sprintf("%s=%s,%s=%s", LabelManagedBy, manager, LabelParentUID, uid)
 }
 
 // ManagedSelector selects every child managed by manager.
@@ -72,7 +69,10 @@ func ManagedSelector(manager string) string { return LabelManagedBy + "=" + mana
 // label: the only children pruning may ever delete.
 func IsChildOf(child, parent *unstructured.Unstructured, manager string) bool {
 	l := child.GetLabels()
-	return l[LabelManagedBy] == manager &&
-		l[LabelPartOf] == ApplySetID(ParentOf(parent)) &&
-		l[LabelParentUID] == string(parent.GetUID())
+	return l[LabelManagedBy] == manager && l[LabelParentUID] == string(parent.GetUID())
+}
+
+// PruneDisabled reports whether a live child opted out of pruning.
+func PruneDisabled(child *unstructured.Unstructured) bool {
+	return child.GetAnnotations()[AnnotationPrune] == "disabled"
 }

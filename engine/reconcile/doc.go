@@ -1,22 +1,29 @@
-// Package reconcile brings one custom resource to the state its templates
-// describe. It is called by a controller worker with an object from the
-// informer cache, and runs the pipeline once:
+// Package reconcile brings one object to the state its templates describe.
+// It is called by a controller worker with an object from the informer
+// cache, and runs the pipeline once:
 //
-//	render children -> adopt (ownership) -> apply -> prune -> render status
-//	-> write status
+//	lookups -> render children -> adopt (ownership) -> record kinds
+//	(inventory) -> claim (apply.Prepare) -> apply -> prune (deletion
+//	guard) -> render status -> write status
 //
 // # Responsibilities
 //
 //   - Plan: render the children and adopt them (namespace, owner reference,
 //     labels). Plan is pure given a scope function, and is what
 //     `operator render` prints, so the CLI shows exactly what run applies.
-//   - Apply nothing if any template fails; prune only after every apply
-//     succeeded; never delete on a guess.
-//   - Report every failure as the Reconciled condition (RenderFailed,
-//     ApplyFailed, StatusFailed, with file and line) and a Warning Event on
-//     the object, and classify it for the controller: a render failure is
-//     terminal until the object or the templates change; an apply or status
-//     failure is retried with backoff.
-//   - Children outside the parent's namespace (kind.yaml allowClusterScoped)
-//     get the parent a finalizer, and are deleted before the parent goes.
+//   - Apply nothing if any template fails or any child's name is taken by
+//     an object that is not the parent's; prune only after every apply
+//     succeeded, over every kind the parent's kind has ever applied, and
+//     hold back a prune that would destroy most of what the parent has
+//     until a second render agrees; never delete on a guess.
+//   - Leave alone a child that renders differently from the same input,
+//     and say so, instead of writing it on every reconcile.
+//   - Report every failure as the Reconciled condition and a Warning Event
+//     on the object, and classify it for the controller in one place
+//     (classify): only known-permanent causes are terminal.
+//   - Write the parent's metadata only where needed (the finalizer for
+//     children outside its namespace, the prune-hold record), always with
+//     its UID as a precondition; never write the status of built-in kinds.
+//   - Children outside the namespace are deleted before their parent goes,
+//     and found again if the parent vanished anyway (verifyParent, Sweep).
 package reconcile

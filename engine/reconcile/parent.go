@@ -3,99 +3,93 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/ownership"
 )
 
 const (
-	// Finalizer holds a parent whose kind may have children outside its
-	// namespace until those are deleted: garbage collection cannot, as
-	// they carry no owner reference.
+	// Finalizer holds a parent that has children outside its namespace
+	// until those are deleted: garbage collection cannot, as they carry no
+	// owner reference. Only such parents get it.
 	Finalizer = "operator.tmplop.io/children"
-	// The parent's ApplySet metadata (KEP-3659), so that kubectl users see
-	// what set a child belongs to, and so that the finalizer knows which
-	// kinds to look for after a restart.
-	labelApplySetID            = "applyset.kubernetes.io/id"
-	annotationApplySetTooling  = "applyset.kubernetes.io/tooling"
-	annotationContainsGroupKnd = "applyset.kubernetes.io/contains-group-kinds"
-	tooling                    = "tmplop-operator/v1"
+	// AnnotationPruneHeld records on the parent that the deletion guard is
+	// holding a prune back: "<fingerprint> <RFC 3339 time it began>". It
+	// lives on the object, not in the operator's memory, so that a restart
+	// neither forgets a hold nor restarts its clock.
+	AnnotationPruneHeld = "operator.tmplop.io/prune-held"
 )
 
-// ensureParent gives the parent its ApplySet label and annotations and, for
-// kinds that allow children outside the namespace, the finalizer. Before the
-// applies (grow) the group-kinds are the union of the recorded and the
-// planned ones, so that a crash between apply and prune never hides a
-// child; after the prune they are exactly the planned ones. It writes only
-// when something differs.
-func (r *Reconciler) ensureParent(ctx context.Context, obj *unstructured.Unstructured, plan *Plan, grow bool) error {
-	gks := map[string]bool{}
-	for _, c := range plan.Children {
-		gks[c.Object.GroupVersionKind().GroupKind().String()] = true
+// parentMeta is everything the operator writes to a parent's metadata.
+// Server-side apply makes the fields we stop sending disappear, so each
+// write carries all of it.
+type parentMeta struct {
+	finalizer bool
+	pruneHeld string
+}
+
+func currentMeta(obj *unstructured.Unstructured) parentMeta {
+	return parentMeta{
+		finalizer: slices.Contains(obj.GetFinalizers(), Finalizer),
+		pruneHeld: obj.GetAnnotations()[AnnotationPruneHeld],
 	}
-	if grow {
-		for _, gk := range recordedGroupKinds(obj) {
-			gks[gk] = true
-		}
-	}
-	contains := strings.Join(slices.Sorted(maps.Keys(gks)), ",")
-	id := ownership.ApplySetID(ownership.ParentOf(obj))
-	wantFinalizer := r.Kind.Spec.AllowClusterScoped
-	if obj.GetLabels()[labelApplySetID] == id &&
-		obj.GetAnnotations()[annotationApplySetTooling] == tooling &&
-		obj.GetAnnotations()[annotationContainsGroupKnd] == contains &&
-		slices.Contains(obj.GetFinalizers(), Finalizer) == wantFinalizer {
+}
+
+// writeParentMeta applies want to the parent's metadata unless it is there
+// already. The apply carries the parent's UID: if the object was deleted,
+// or deleted and created again, the API server refuses instead of creating
+// an empty object or writing to the newcomer.
+func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unstructured, want parentMeta) error {
+	if currentMeta(obj) == want {
 		return nil
 	}
-	md := map[string]any{
-		"name":        obj.GetName(),
-		"namespace":   obj.GetNamespace(),
-		"labels":      map[string]any{labelApplySetID: id},
-		"annotations": map[string]any{annotationApplySetTooling: tooling, annotationContainsGroupKnd: contains},
+	md := map[string]any{"name": obj.GetName(), "uid": string(obj.GetUID())}
+	if obj.GetNamespace() != "" {
+		md["namespace"] = obj.GetNamespace()
 	}
-	if wantFinalizer {
+	if want.finalizer {
 		md["finalizers"] = []any{Finalizer}
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(), "metadata": md,
-	}}
-	if _, err := r.Client.Apply(ctx, patch); err != nil {
-		return fmt.Errorf("record ApplySet metadata on the parent: %w", err)
+	if want.pruneHeld != "" {
+		md["annotations"] = map[string]any{AnnotationPruneHeld: want.pruneHeld}
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(), "metadata": md}}
+	live, err := r.Client.Apply(ctx, patch)
+	if err != nil {
+		return fmt.Errorf("write the parent's metadata: %w", err)
 	}
 	r.Stats.add(&r.Stats.ParentWrites)
+	klog.FromContext(ctx).V(2).Info("Wrote the parent's metadata", "finalizer", want.finalizer, "pruneHeld", want.pruneHeld, "resourceVersion", live.GetResourceVersion())
+	obj.SetFinalizers(live.GetFinalizers())
+	obj.SetAnnotations(live.GetAnnotations())
+	obj.SetResourceVersion(live.GetResourceVersion())
 	return nil
 }
 
-func recordedGroupKinds(obj *unstructured.Unstructured) []string {
-	v := obj.GetAnnotations()[annotationContainsGroupKnd]
-	if v == "" {
-		return nil
-	}
-	return strings.Split(v, ",")
-}
-
 // finalize deletes the children of a parent being deleted when it holds our
-// finalizer, then releases it. Children are listed live, not from caches:
+// finalizer, then releases it. Children are listed live across every kind
+// the parent's kind has ever applied (the inventory), not from caches:
 // after a restart the caches may not watch their kinds yet, and deleting a
 // parent is rare.
 func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	if !slices.Contains(obj.GetFinalizers(), Finalizer) {
 		return Result{}, nil
 	}
-	sel := ownership.Selector(r.Manager, ownership.ParentOf(obj), obj.GetUID())
+	gks, err := r.Inventory.ChildKinds(ctx, r.Kind.GVK.GroupKind())
+	if err != nil {
+		return Result{}, fmt.Errorf("finalize: %w", err)
+	}
+	sel := ownership.Selector(r.Manager, obj.GetUID())
 	remaining := 0
-	for _, gk := range recordedGroupKinds(obj) {
-		m, err := r.Client.Mapper.RESTMapping(schema.ParseGroupKind(gk))
+	for _, gk := range gks {
+		m, err := r.Client.Mapper.RESTMapping(gk)
 		if meta.IsNoMatchError(err) {
 			continue // the kind itself is gone, and its objects with it
 		}
@@ -117,19 +111,13 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 			klog.FromContext(ctx).V(2).Info("Deleted child of a deleted parent", "kind", gk, "namespace", c.GetNamespace(), "name", c.GetName())
 		}
 	}
+	klog.FromContext(ctx).V(2).Info("Finalizing", "childKinds", len(gks), "remaining", remaining)
 	if remaining > 0 {
 		// Their deletion events requeue the parent too; this is the bound.
 		return Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(),
-		"metadata": map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()},
-	}}
-	// Applying our fields without the finalizer removes it and nothing of
-	// anybody else's.
-	if _, err := r.Client.Apply(ctx, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.writeParentMeta(ctx, obj, parentMeta{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return Result{}, fmt.Errorf("finalize: release the finalizer: %w", err)
 	}
-	r.Stats.add(&r.Stats.ParentWrites)
 	return Result{}, nil
 }

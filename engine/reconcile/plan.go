@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -17,20 +18,33 @@ type Child struct {
 	// Template is the file it came from.
 	Template string
 	Object   *unstructured.Unstructured
-	// Outside is true for a cluster-scoped child or one in another
-	// namespace: it has no owner reference and needs the parent's finalizer.
-	Outside bool
+	// NeedsFinalizer is true for a child of a namespaced parent outside
+	// its namespace: it has no owner reference, so the parent's finalizer
+	// deletes it.
+	NeedsFinalizer bool
 }
 
 // Plan is what one reconcile will apply.
 type Plan struct {
 	Children     []Child
 	RequeueAfter time.Duration
+	// EmptyLists and Nondeterministic are the render's (render.Result).
+	EmptyLists       []string
+	Nondeterministic map[string][]string
+}
+
+// NeedsFinalizer reports whether any child needs the parent's finalizer.
+func (p *Plan) NeedsFinalizer() bool {
+	for _, c := range p.Children {
+		if c.NeedsFinalizer {
+			return true
+		}
+	}
+	return false
 }
 
 // PlanError is a plan that cannot be applied: a template failed, or rendered
-// a child the kind may not have. It will fail the same way until the object
-// or the templates change.
+// a child the kind may not have.
 type PlanError struct{ Err error }
 
 func (e *PlanError) Error() string { return e.Err.Error() }
@@ -38,15 +52,16 @@ func (e *PlanError) Unwrap() error { return e.Err }
 
 // MakePlan renders kind's children for obj and adopts them. scope tells
 // whether a child kind is namespaced; its errors (a child kind the cluster
-// does not know yet) are returned as they are, other failures as *PlanError.
-func MakePlan(kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, scope ownership.Scope, manager string) (*Plan, error) {
+// does not know yet) are returned as they are, render failures as the
+// render's *render.Error, and children the kind may not have as *PlanError.
+func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, scope ownership.Scope, manager string) (*Plan, error) {
 	in.Object = obj.Object
-	res, err := kind.Templates.Children(in)
+	res, err := kind.Templates.Children(ctx, in)
 	if err != nil {
-		return nil, &PlanError{Err: err}
+		return nil, err
 	}
 	pol := ownership.Policy{Manager: manager, AllowOutside: kind.Spec.AllowClusterScoped}
-	plan := &Plan{RequeueAfter: res.RequeueAfter}
+	plan := &Plan{RequeueAfter: res.RequeueAfter, EmptyLists: res.EmptyLists, Nondeterministic: res.Nondeterministic}
 	seen := map[string]string{}
 	for _, m := range res.Manifests {
 		child := m.Object
@@ -54,7 +69,7 @@ func MakePlan(kind *catalog.Kind, obj *unstructured.Unstructured, in render.Inpu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Template, err)
 		}
-		outside, err := ownership.Adopt(obj, child, namespaced, pol)
+		needsFinalizer, err := ownership.Adopt(obj, child, namespaced, m.Template, pol)
 		if err != nil {
 			return nil, &PlanError{Err: &render.Error{Template: m.Template, Message: err.Error()}}
 		}
@@ -64,7 +79,7 @@ func MakePlan(kind *catalog.Kind, obj *unstructured.Unstructured, in render.Inpu
 				Message: fmt.Sprintf("%s is also rendered by %s", id, other)}}
 		}
 		seen[id] = m.Template
-		plan.Children = append(plan.Children, Child{Template: m.Template, Object: child, Outside: outside})
+		plan.Children = append(plan.Children, Child{Template: m.Template, Object: child, NeedsFinalizer: needsFinalizer})
 	}
 	return plan, nil
 }

@@ -41,11 +41,11 @@ func TestMakePlan(t *testing.T) {
 		{name: "cluster-scoped refused", files: map[string]string{"cm.yaml": cm, "cr.yaml": cr}, wantErr: "cr.yaml: ClusterRole \"p\" is cluster-scoped", wantPlan: true},
 		{name: "cluster-scoped allowed", allow: true, files: map[string]string{"cm.yaml": cm, "cr.yaml": cr}, wantCount: 2},
 		{name: "same child twice", files: map[string]string{"a.yaml": cm, "b.yaml": cm}, wantErr: "also rendered by a.yaml", wantPlan: true},
-		{name: "render error", files: map[string]string{"a.yaml": "{{ required \"spec.size is required\" .Spec.size }}"}, wantErr: "a.yaml:1: spec.size is required", wantPlan: true},
+		{name: "render error", files: map[string]string{"a.yaml": "{{ required \"spec.size is required\" .Spec.size }}"}, wantErr: "a.yaml:1: spec.size is required"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := MakePlan(kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, kube.OfflineNamespaced, "op")
+			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, kube.OfflineNamespaced, "op")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || IsPlanError(err) != tc.wantPlan {
 					t.Fatalf("err = %v, want %q (plan error %v)", err, tc.wantErr, tc.wantPlan)
@@ -62,8 +62,8 @@ func TestMakePlan(t *testing.T) {
 				if !ownership.IsChildOf(c.Object, parent, "op") {
 					t.Errorf("%s not labeled as a child", c.Object.GetName())
 				}
-				if c.Outside != (c.Object.GetKind() == "ClusterRole") {
-					t.Errorf("%s outside = %v", c.Object.GetKind(), c.Outside)
+				if c.NeedsFinalizer != (c.Object.GetKind() == "ClusterRole") {
+					t.Errorf("%s needs finalizer = %v", c.Object.GetKind(), c.NeedsFinalizer)
 				}
 			}
 		})

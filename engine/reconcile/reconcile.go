@@ -8,8 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -21,17 +22,39 @@ import (
 	"github.com/tmplop/operator/engine/status"
 )
 
+// Lookups gives a parent's render what it may read. For may wait for
+// caches to sync; it returns a Lookup even for kinds that declare no
+// lookups, which refuses every read.
+type Lookups interface {
+	For(ctx context.Context, parent *unstructured.Unstructured) (render.Lookup, error)
+}
+
+// Inventory is the cluster's record of the kinds of children each kind of
+// parent has applied (engine/inventory).
+type Inventory interface {
+	ChildKinds(ctx context.Context, parent schema.GroupKind) ([]schema.GroupKind, error)
+	Record(ctx context.Context, parent schema.GroupKind, children []schema.GroupKind) error
+}
+
 // Reconciler reconciles the objects of one kind.
 type Reconciler struct {
 	Kind *catalog.Kind
 	// Client makes every cluster call of the kind.
-	Client  *kube.Client
-	Applier *apply.Applier
-	// Lookup returns what templates may read for parent; nil: nothing.
-	Lookup   func(parent *unstructured.Unstructured) render.Lookup
-	Recorder record.EventRecorder
+	Client    *kube.Client
+	Applier   *apply.Applier
+	Lookups   Lookups
+	Inventory Inventory
+	Recorder  record.EventRecorder
 	// Manager is the field manager and the value of the managed-by label.
 	Manager string
+	// Budget is the operator's render budget; kind.yaml may override it.
+	Budget render.Budget
+	// PruneConfirmDelay is how long the deletion guard holds a prune back;
+	// 0: DefaultPruneConfirmDelay.
+	PruneConfirmDelay time.Duration
+	// WaitFor asks to reconcile parent again when the object at key
+	// changes: a child that exists and is not the parent's.
+	WaitFor func(key apply.Key, parent ownership.Parent)
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Stats counts what the reconciler did; nil: not counted.
@@ -40,16 +63,10 @@ type Reconciler struct {
 
 // Result tells the controller when to reconcile the object again.
 type Result struct {
-	// RequeueAfter is the soonest time a template asked for; 0: only on change.
+	// RequeueAfter is the soonest time a template or the deletion guard
+	// asked for; 0: only on change.
 	RequeueAfter time.Duration
 }
-
-// TerminalError is a failure that retrying cannot fix: it is reported on
-// the object and retried only when the object or the templates change.
-type TerminalError struct{ Err error }
-
-func (e *TerminalError) Error() string { return e.Err.Error() }
-func (e *TerminalError) Unwrap() error { return e.Err }
 
 // Reconcile runs the pipeline once for obj, a copy the caller owns.
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
@@ -58,119 +75,155 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return r.finalize(ctx, obj)
 	}
 	now := r.now()
-	lookup := r.lookup(obj)
-	plan, err := MakePlan(r.Kind, obj, render.Input{Lookup: lookup, Now: now}, r.Client.Namespaced, r.Manager)
+	lookup, err := r.Lookups.For(ctx, obj)
 	if err != nil {
-		if IsPlanError(err) {
-			return Result{}, r.fail(ctx, obj, status.ReasonRenderFailed, err, !errors.Is(err, ErrNotReady))
-		}
-		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, err, false)
+		return Result{}, r.fail(ctx, obj, failed(status.ReasonLookupFailed, err))
 	}
-	if err := r.ensureParent(ctx, obj, plan, true); err != nil {
-		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, err, false)
+	in := render.Input{Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)}
+	plan, err := MakePlan(ctx, r.Kind, obj, in, r.Client.Namespaced, r.Manager)
+	if err != nil {
+		return Result{}, r.fail(ctx, obj, err)
+	}
+	desired, err := r.prepare(ctx, obj, plan)
+	if err != nil {
+		return Result{}, r.fail(ctx, obj, err)
+	}
+	skip, unstableMsg := r.unstable(ctx, obj, plan, desired, in)
+
+	want := currentMeta(obj)
+	want.finalizer = want.finalizer || plan.NeedsFinalizer()
+	if err := r.writeParentMeta(ctx, obj, want); err != nil {
+		return Result{}, r.parentChanged(ctx, obj, err)
 	}
 
 	children := map[string]map[string]any{}
 	keep := map[apply.Key]bool{}
-	for _, c := range plan.Children {
-		m, err := r.Client.Mapping(c.Object.GroupVersionKind())
-		if err == nil {
-			var out apply.Outcome
-			out, err = r.Applier.Apply(ctx, r.Client, m, c.Object)
-			if err == nil {
-				r.Stats.applied(out.Skipped)
-				keep[out.Key] = true
-				byName := children[c.Object.GetKind()]
-				if byName == nil {
-					byName = map[string]any{}
-					children[c.Object.GetKind()] = byName
+	created := map[apply.Key]*unstructured.Unstructured{} // outside the namespace, by this reconcile
+	for i, d := range desired {
+		keep[d.Key] = true
+		live := d.Live
+		if !skip[i] {
+			out, err := r.Applier.Apply(ctx, r.Client, d)
+			if err != nil {
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// The namespace, and the parent with it, is going away:
+					// nothing to repair, nothing to report.
+					klog.FromContext(ctx).V(2).Info("Namespace terminating: not applying", "template", plan.Children[i].Template)
+					return Result{}, nil
 				}
-				byName[c.Object.GetName()] = out.Live.Object
-				continue
+				return Result{}, r.fail(ctx, obj, fmt.Errorf("%s: %w", plan.Children[i].Template, err))
+			}
+			r.Stats.applied(out.Skipped)
+			live = out.Live
+			if plan.Children[i].NeedsFinalizer && d.Live == nil {
+				created[d.Key] = out.Live
 			}
 		}
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			// The namespace, and the parent with it, is going away:
-			// nothing to repair, nothing to report.
-			klog.FromContext(ctx).V(2).Info("Namespace terminating: not applying", "template", c.Template)
+		byName := children[d.Object.GetKind()]
+		if byName == nil {
+			byName = map[string]any{}
+			children[d.Object.GetKind()] = byName
+		}
+		byName[d.Object.GetName()] = live.Object
+	}
+
+	if err := r.verifyParent(ctx, obj, created); err != nil {
+		if errors.Is(err, errParentGone) {
 			return Result{}, nil
 		}
-		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, fmt.Errorf("%s: %w", c.Template, err), false)
+		return Result{}, r.fail(ctx, obj, err)
 	}
 
-	sel := ownership.Selector(r.Manager, ownership.ParentOf(obj), obj.GetUID())
-	selector, err := labels.Parse(sel)
+	pruned, err := r.prune(ctx, obj, plan, keep, now)
 	if err != nil {
-		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, err, true)
+		return Result{}, r.fail(ctx, obj, err)
 	}
-	pruned, err := r.Applier.Prune(ctx, r.Client, selector, keep)
-	for _, k := range pruned {
-		r.Stats.add(&r.Stats.Pruned)
-		r.Recorder.Eventf(obj, corev1.EventTypeNormal, "Pruned", "deleted %s: no template renders it any more", k)
-	}
-	if err != nil {
-		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, err, false)
-	}
-	if err := r.ensureParent(ctx, obj, plan, false); err != nil {
-		return Result{}, r.fail(ctx, obj, status.ReasonApplyFailed, err, false)
+	want.pruneHeld = pruned.meta
+	if err := r.writeParentMeta(ctx, obj, want); err != nil {
+		return Result{}, r.parentChanged(ctx, obj, err)
 	}
 
-	sres, err := r.Kind.Templates.Status(render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now})
+	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now, Budget: in.Budget})
 	if err != nil {
-		return Result{}, r.fail(ctx, obj, status.ReasonStatusFailed, err, !errors.Is(err, ErrNotReady))
+		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
 	}
 	rendered := sres.Status
 	if rendered == nil {
 		rendered = map[string]any{}
 	}
-	desired, err := status.Desired(obj, rendered, status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration()), now)
+	cond := status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())
+	if unstableMsg != "" {
+		cond = status.Reconciled(status.ReasonNonDeterministic, unstableMsg, obj.GetGeneration())
+		if c := status.Find(statusOf(obj), status.ConditionReconciled); c == nil || c.Reason != status.ReasonNonDeterministic {
+			r.Recorder.Event(obj, corev1.EventTypeWarning, status.ReasonNonDeterministic, unstableMsg)
+		}
+	}
+	conds := []metav1.Condition{cond}
+	if pruned.held != nil {
+		conds = append(conds, *pruned.held)
+	}
+	if err := r.writeStatus(ctx, obj, rendered, conds); err != nil {
+		return Result{}, err // the condition cannot be written either: retry
+	}
+	return Result{RequeueAfter: Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue)}, nil
+}
+
+// parentChanged handles a failed write to the parent's metadata. Its UID
+// precondition fails when the object was deleted (or deleted and created
+// again) since the cache saw it: there is nothing to report on, and the
+// watch brings the news. Anything else is a failure like another.
+func (r *Reconciler) parentChanged(ctx context.Context, obj *unstructured.Unstructured, err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		klog.FromContext(ctx).V(2).Info("Parent changed while reconciling; retrying", "err", err.Error())
+		return err
+	}
+	return r.fail(ctx, obj, err)
+}
+
+// writeStatus writes the status: rendered (nil on a failure: the current
+// fields are kept) with the engine's conditions. The status of built-in
+// kinds belongs to Kubernetes: for those the Events are the report.
+func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstructured, rendered map[string]any, conds []metav1.Condition) error {
+	if catalog.BuiltInGroup(r.Kind.GVK.Group) {
+		return nil
+	}
+	desired, err := status.Desired(obj, rendered, conds, r.now())
 	if err != nil {
-		return Result{}, r.fail(ctx, obj, status.ReasonStatusFailed, err, true)
+		return err
 	}
 	wrote, err := status.Write(ctx, r.Client, obj, desired)
 	if err != nil {
-		return Result{}, err // the condition cannot be written either: retry
+		return err
 	}
 	if wrote {
 		r.Stats.add(&r.Stats.StatusWrites)
 	}
-	return Result{RequeueAfter: Soonest(plan.RequeueAfter, sres.RequeueAfter)}, nil
+	return nil
 }
 
-// fail reports err on obj as the Reconciled condition and a Warning Event,
-// keeping the rest of the status as it was, and returns the error for the
-// controller: terminal ones are not retried until something changes.
-func (r *Reconciler) fail(ctx context.Context, obj *unstructured.Unstructured, reason string, err error, terminal bool) error {
-	r.Stats.add(&r.Stats.Failures)
-	msg := err.Error()
-	var re *render.Error
-	if errors.As(err, &re) && re.Template != "" && !containsPrefix(msg, re.Template) {
-		msg = re.Error()
+// stable reports whether the object's spec is unchanged since its children
+// were last applied: its generation is the one its Reconciled condition
+// reports after a reconcile that got through the applies. Built-in kinds
+// carry no such record; their spec is taken as unchanged, so the guards
+// that depend on it err on the side of holding back.
+func (r *Reconciler) stable(obj *unstructured.Unstructured) bool {
+	if catalog.BuiltInGroup(r.Kind.GVK.Group) {
+		return true
 	}
-	klog.FromContext(ctx).Info("Reconcile failed", "reason", reason, "message", msg)
-	r.Recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
-	desired, derr := status.Desired(obj, nil, status.Reconciled(reason, msg, obj.GetGeneration()), r.now())
-	if derr == nil {
-		wrote, werr := status.Write(ctx, r.Client, obj, desired)
-		if werr != nil {
-			return fmt.Errorf("%s: %w (and the condition could not be written: %v)", reason, err, werr)
-		}
-		if wrote {
-			r.Stats.add(&r.Stats.StatusWrites)
-		}
+	c := status.Find(statusOf(obj), status.ConditionReconciled)
+	if c == nil || c.ObservedGeneration != obj.GetGeneration() {
+		return false
 	}
-	err = fmt.Errorf("%s: %w", reason, err)
-	if terminal {
-		return &TerminalError{Err: err}
+	switch c.Reason {
+	case status.ReasonReconciled, status.ReasonNonDeterministic, status.ReasonStatusFailed:
+		return true
 	}
-	return err
+	return false
 }
 
-func (r *Reconciler) lookup(obj *unstructured.Unstructured) render.Lookup {
-	if r.Lookup == nil {
-		return nil
-	}
-	return r.Lookup(obj)
+func statusOf(obj *unstructured.Unstructured) map[string]any {
+	s, _, _ := unstructured.NestedMap(obj.Object, "status")
+	return s
 }
 
 func (r *Reconciler) now() time.Time {
@@ -187,9 +240,3 @@ func Soonest(a, b time.Duration) time.Duration {
 	}
 	return a
 }
-
-func containsPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
-
-// ErrNotReady marks a failure that will pass by itself (a cache not synced
-// yet): even inside a render error, it is retried with backoff.
-var ErrNotReady = errors.New("not ready yet, will retry")

@@ -5,16 +5,19 @@ import "sync/atomic"
 // Stats counts a kind's reconciles and writes, for tests and metrics. A nil
 // *Stats counts nothing.
 type Stats struct {
-	Reconciles    atomic.Int64
-	Failures      atomic.Int64
-	ChildApplies  atomic.Int64 // child applies sent to the API server
-	ChildSkips    atomic.Int64 // child applies skipped: the child was already as rendered
-	Pruned        atomic.Int64
-	StatusWrites  atomic.Int64
-	ParentWrites  atomic.Int64 // ApplySet metadata and finalizer writes on parents
-	Requeues      atomic.Int64 // timed requeues asked by templates (requeueAfter)
-	RateLimited   atomic.Int64 // retries after a failure
-	PanicsHandled atomic.Int64
+	Reconciles   atomic.Int64
+	Failures     atomic.Int64
+	ChildApplies atomic.Int64 // child applies sent to the API server
+	ChildSkips   atomic.Int64 // child applies skipped: the child was already as rendered
+	Pruned       atomic.Int64
+	StatusWrites atomic.Int64
+	ParentWrites atomic.Int64 // finalizer and prune-hold writes on parents
+	// NonDeterministic counts reconciles that found a child rendering
+	// differently from the same input, and left it as it was.
+	NonDeterministic atomic.Int64
+	Requeues         atomic.Int64 // timed requeues asked by templates (requeueAfter)
+	RateLimited      atomic.Int64 // retries after a failure
+	PanicsHandled    atomic.Int64
 }
 
 func (s *Stats) add(c *atomic.Int64) {

@@ -69,7 +69,7 @@ spec:
 
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := set.Children(in)
+		res, err := set.Children(b.Context(), in)
 		if err != nil || len(res.Manifests) != 2 {
 			b.Fatalf("got %v, %v", res, err)
 		}

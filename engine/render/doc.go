@@ -20,7 +20,7 @@
 // behaviour: every file of a folder is parsed into one template set so that
 // named templates are shared, files named `_*` are helpers with no output,
 // missing keys read as empty ("<no value>" is removed from the output),
-// sprig's functions are available except env and expandenv, and Helm's
+// sprig's functions are available (bounded, see below) except env and expandenv, and Helm's
 // include, tpl, required, toYaml, fromYaml, toJson, fromJson and lookup
 // behave as in Helm.
 //
@@ -63,6 +63,16 @@
 //     rest as the API server would (whole numbers as int64) and check that
 //     each can be server-side applied (apiVersion, kind, metadata.name).
 //   - Decode status.yaml into a mapping and collect the soonest requeueAfter.
+//   - Hold every render to its Budget (budget.go): wall time, bytes
+//     produced, manifests, calls and nesting. The parse trees are rewritten
+//     once so that loops and template calls pass through the budget
+//     (guard.go), the functions that can build large values check it
+//     before they allocate (limits.go), and a render that still runs past
+//     its deadline is abandoned: the caller always gets an answer within
+//     the timeout plus a grace period (render.go).
+//   - Report what the callers' guards need: the files whose list lookups
+//     came back empty, and the functions called whose results differ from
+//     one call to the next.
 //
 // It does not read kind.yaml, apply anything, set owner references or
 // labels on the manifests, or decide which children to prune: those belong

@@ -119,6 +119,10 @@ func (s *Set) execError(file string, err error) *Error {
 		case *funcError:
 			e.Message = x.msg
 			return e
+		case *BudgetError:
+			// A write refused by the budget: text/template returns it bare.
+			e.Message = x.Error()
+			return e
 		}
 	}
 	return e

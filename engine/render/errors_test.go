@@ -168,7 +168,7 @@ func TestErrors(t *testing.T) {
 				"deployment.yaml": "a: {{ include \"loop\" . }}",
 			},
 			phase: "children",
-			want:  `deployment.yaml:1: include "loop": more than 1000 nested calls (recursive include?)`,
+			want:  `deployment.yaml:1: render budget exceeded: depth (1000 nested include, tpl and template calls; recursion?): include "loop"`,
 			line:  1,
 		},
 		{
@@ -178,7 +178,7 @@ func TestErrors(t *testing.T) {
 				"spec": map[string]any{"self": "{{ tpl .Spec.self . }}"},
 			},
 			phase: "children",
-			want:  "deployment.yaml:1: tpl: more than 1000 nested calls (recursive tpl?)",
+			want:  "deployment.yaml:1: render budget exceeded: depth (1000 nested include, tpl and template calls; recursion?): tpl",
 			line:  1,
 		},
 		{
@@ -274,9 +274,9 @@ func TestErrors(t *testing.T) {
 				}
 				var res *Result
 				if tt.phase == "status" {
-					res, err = set.Status(in)
+					res, err = set.Status(t.Context(), in)
 				} else {
-					res, err = set.Children(in)
+					res, err = set.Children(t.Context(), in)
 				}
 				if err != nil && res != nil {
 					t.Errorf("got a result with the error: %+v", res)

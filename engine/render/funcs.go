@@ -2,7 +2,6 @@ package render
 
 import (
 	"encoding/json"
-	"errors"
 	"maps"
 	"strings"
 	"sync"
@@ -12,10 +11,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// baseFuncs is the function map every Set is parsed with. It is built once:
-// sprig.TxtFuncMap allocates a fresh map of ~200 entries on every call, and
-// template.Funcs copies what it is given, so sharing it is safe.
-var baseFuncs = sync.OnceValue(func() template.FuncMap {
+// helmFuncs is sprig's function map as Helm serves it, built once:
+// sprig.TxtFuncMap allocates a fresh map of ~200 entries on every call.
+// Renders never use it directly: funcsFor wraps it for one holder.
+var helmFuncs = sync.OnceValue(func() template.FuncMap {
 	funcs := sprig.TxtFuncMap()
 
 	// The operator's environment (credentials, kubeconfig paths) must not
@@ -35,21 +34,27 @@ var baseFuncs = sync.OnceValue(func() template.FuncMap {
 		"required":      required,
 		"fail":          fail,
 	})
-
-	// Functions with per-render state are bound to each render's clone of
-	// the set (renderState.bind); the parser only needs their names to exist.
-	for _, name := range boundFuncNames {
-		funcs[name] = unbound
-	}
 	return funcs
 })
 
-// boundFuncNames are the functions renderState.bind replaces on every clone.
-var boundFuncNames = []string{"include", "tpl", "lookup", "lookupSelect", "requeueAfter", "durationUntil", "now"}
+// funcsFor returns every function a template can call, bound to h: Helm's
+// and sprig's behind the budget guards, and the stateful ones. include and
+// tpl are added per template (bindTemplate).
+func funcsFor(h *holder) template.FuncMap {
+	funcs := guardedFuncs(h, helmFuncs())
+	maps.Copy(funcs, statefulFuncs(h))
+	return funcs
+}
 
-var errUnbound = errors.New("template function called outside a render")
-
-func unbound(...any) (string, error) { return "", errUnbound }
+// parseFuncs is the function map templates are parsed with: the same names
+// and types as every render's, bound to nothing, for the parser to check
+// names and for scalarFuncs to read result types.
+var parseFuncs = sync.OnceValues(func() (template.FuncMap, map[string]bool) {
+	h := &holder{}
+	funcs := funcsFor(h)
+	maps.Copy(funcs, bindTemplate(h, nil, nil))
+	return funcs, scalarFuncs(funcs)
+})
 
 // toYAML marshals v as Helm does: errors are swallowed (a template cannot
 // handle them) and the trailing newline is trimmed so `| nindent` works.

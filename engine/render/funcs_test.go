@@ -9,7 +9,7 @@ import (
 // renderStatus renders a one-line status.yaml and returns the result.
 func renderStatus(t *testing.T, tmpl string, in Input) *Result {
 	t.Helper()
-	res, err := mustParse(t, map[string]string{"status.yaml": tmpl}).Status(in)
+	res, err := mustParse(t, map[string]string{"status.yaml": tmpl}).Status(t.Context(), in)
 	if err != nil {
 		t.Fatalf("%s: %v", tmpl, err)
 	}

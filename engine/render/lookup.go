@@ -1,10 +1,26 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
+
+// ErrLookupRefused marks a lookup that the kind may not make: a kind its
+// kind.yaml does not declare, a namespace it may not read. Lookup
+// implementations wrap it; such a render fails the same way until the
+// object or the folder changes.
+var ErrLookupRefused = errors.New("lookup refused")
+
+// LookupError is a lookup that failed. A render error caused by one wraps
+// it, so that callers can tell a refusal (errors.Is ErrLookupRefused) or a
+// cluster read that may pass (a cache not synced, a kind not served yet)
+// from a mistake in a template.
+type LookupError struct{ Err error }
+
+func (e *LookupError) Error() string { return e.Err.Error() }
+func (e *LookupError) Unwrap() error { return e.Err }
 
 // Lookup reads other cluster objects for the `lookup` functions. Implementations come from the
 // caller (informer caches); render only calls them.
@@ -27,7 +43,7 @@ func (st *renderState) lookupFunc(apiVersion, kind, namespace, name string) (map
 	}
 	obj, err := st.lookup.Get(apiVersion, kind, namespace, name)
 	if err != nil {
-		return nil, &funcError{msg: fmt.Sprintf("lookup %s %s %s: %v", apiVersion, kind, objectPath(namespace, name), err), cause: err}
+		return nil, &funcError{msg: fmt.Sprintf("lookup %s %s %s: %v", apiVersion, kind, objectPath(namespace, name), err), cause: &LookupError{Err: err}}
 	}
 	if obj == nil {
 		return map[string]any{}, nil
@@ -54,7 +70,7 @@ func (st *renderState) list(fn, apiVersion, kind, namespace, selector string) (m
 	if st.lookup != nil {
 		objs, err := st.lookup.List(apiVersion, kind, namespace, selector)
 		if err != nil {
-			return nil, &funcError{msg: fmt.Sprintf("%s %s %s%s: %v", fn, apiVersion, kind, listScope(namespace, selector), err), cause: err}
+			return nil, &funcError{msg: fmt.Sprintf("%s %s %s%s: %v", fn, apiVersion, kind, listScope(namespace, selector), err), cause: &LookupError{Err: err}}
 		}
 		items = make([]any, 0, len(objs))
 		for _, obj := range objs {
@@ -63,6 +79,12 @@ func (st *renderState) list(fn, apiVersion, kind, namespace, selector string) (m
 				return nil, funcErrorf("%s %s %s%s: %v", fn, apiVersion, kind, listScope(namespace, selector), err)
 			}
 			items = append(items, c)
+		}
+		if len(items) == 0 {
+			if st.emptyLists == nil {
+				st.emptyLists = map[string]bool{}
+			}
+			st.emptyLists[st.currentFile()] = true
 		}
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil

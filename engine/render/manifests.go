@@ -115,6 +115,10 @@ func checkManifest(obj map[string]any) string {
 		return "apiVersion is required (a non-empty string)"
 	case kind == "":
 		return "kind is required (a non-empty string)"
+	case kind == "List":
+		// kubectl unpacks Lists; the API server has no List resource, and
+		// a mapper asked for one would rediscover every group in vain.
+		return "kind List is a list of objects, not an object: render each item as a document of its own (separated by ---)"
 	}
 	meta, ok := obj["metadata"].(map[string]any)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"text/template"
 )
 
@@ -20,6 +21,14 @@ type Set struct {
 	// files holds every parsed file name, to tell locations in real files
 	// from locations inside tpl strings when rewriting errors.
 	files map[string]struct{}
+	// scalar names the functions whose results print as scalars (guard.go).
+	scalar map[string]bool
+
+	// free keeps instances (clones with bound functions) between renders:
+	// building one costs more than the render itself.
+	free chan *instance
+	// runaway counts renders abandoned past their deadline that still run.
+	runaway atomic.Int32
 }
 
 // Reserved file names of the folder contract.
@@ -110,9 +119,12 @@ func Parse(files map[string]string) (*Set, error) {
 	// not change from one run to the next, and the first error is stable.
 	slices.Sort(names)
 
+	funcs, scalar := parseFuncs()
 	s := &Set{
-		tmpl:  template.New(rootName).Option("missingkey=zero").Funcs(baseFuncs()),
-		files: make(map[string]struct{}, len(names)),
+		tmpl:   template.New(rootName).Option("missingkey=zero").Funcs(funcs),
+		files:  make(map[string]struct{}, len(names)),
+		scalar: scalar,
+		free:   make(chan *instance, freeInstances),
 	}
 	for _, name := range names {
 		if _, err := s.tmpl.New(name).Parse(files[name]); err != nil {
@@ -125,6 +137,10 @@ func Parse(files map[string]string) (*Set, error) {
 		case roleStatus:
 			s.status = true
 		}
+	}
+	// Guarded once here; every render and every clone shares the trees.
+	for _, t := range s.tmpl.Templates() {
+		guardTree(t.Tree, scalar)
 	}
 	return s, nil
 }

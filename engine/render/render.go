@@ -2,9 +2,11 @@ package render
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"reflect"
-	"text/template"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +21,7 @@ type Input struct {
 	Children map[string]map[string]any // status only: kind -> name -> live child object
 	Lookup   Lookup                    // nil: lookups return empty results (offline rendering, like `helm template`)
 	Now      time.Time                 // zero: time.Now(); used by durationUntil (lets tests be deterministic)
+	Budget   Budget                    // zero fields: the defaults
 }
 
 // Manifest is one child object rendered from a template.
@@ -33,78 +36,168 @@ type Result struct {
 	Manifests    []Manifest     // children, in file-name order then document order
 	Status       map[string]any // status.yaml output (nil when there is no status.yaml or it rendered empty)
 	RequeueAfter time.Duration  // the soonest positive duration passed to requeueAfter during this render; 0 if none
+	// EmptyLists are the files in which a list lookup (lookup with no name,
+	// lookupSelect) returned no items: children rendered per item vanish
+	// when a cache is empty, which pruning must not take at its word.
+	EmptyLists []string
+	// Nondeterministic maps a file to the functions it called whose result
+	// differs from one call to the next (randAlphaNum, uuidv4, genCA, now).
+	Nondeterministic map[string][]string
 }
 
 // noValue is what text/template prints for a missing key even with
 // missingkey=zero; Helm removes it so optional fields read as empty.
 const noValue = "<no value>"
 
+// maxRunaway is how many abandoned renders of one Set may still run before
+// new renders are refused (BudgetDegraded): a template that ignores its
+// deadline in one long function call may hold a CPU, not every CPU.
+const maxRunaway = 2
+
 // Children renders every child template. If any template fails, it returns an error and no manifests.
-func (s *Set) Children(in Input) (*Result, error) {
-	r, err := s.newRender(in, false)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{}
-	for _, name := range s.children {
-		out, err := r.execute(name)
-		if err != nil {
-			return nil, err
+//
+// It returns within in.Budget.Timeout plus a grace period whatever the
+// templates do, and soon after ctx is canceled.
+func (s *Set) Children(ctx context.Context, in Input) (*Result, error) {
+	return s.run(ctx, in, false, func(r *render) (*Result, error) {
+		res := &Result{}
+		for _, name := range s.children {
+			out, err := r.execute(name)
+			if err != nil {
+				return nil, err
+			}
+			if res.Manifests, err = appendManifests(res.Manifests, name, out); err != nil {
+				return nil, err
+			}
+			if limit := r.state.meter.budget.MaxManifests; len(res.Manifests) > limit {
+				be := &BudgetError{Budget: BudgetManifests, Limit: int64(limit)}
+				return nil, &Error{Template: name, Message: be.Error(), err: be}
+			}
 		}
-		if res.Manifests, err = appendManifests(res.Manifests, name, out); err != nil {
-			return nil, err
-		}
-	}
-	res.RequeueAfter = r.state.requeue
-	return res, nil
+		return res, nil
+	})
 }
 
 // Status renders status.yaml (Result.Status; nil Status and no error when there is none).
 // in.Children are the live children as they are after apply, so that the
 // status can report what the cluster made of them (readyReplicas...).
-func (s *Set) Status(in Input) (*Result, error) {
+func (s *Set) Status(ctx context.Context, in Input) (*Result, error) {
 	if !s.status {
 		return &Result{}, nil
 	}
-	r, err := s.newRender(in, true)
-	if err != nil {
-		return nil, err
-	}
-	out, err := r.execute(statusFile)
-	if err != nil {
-		return nil, err
-	}
-	status, err := decodeStatus(out)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Status: status, RequeueAfter: r.state.requeue}, nil
+	return s.run(ctx, in, true, func(r *render) (*Result, error) {
+		out, err := r.execute(statusFile)
+		if err != nil {
+			return nil, err
+		}
+		status, err := decodeStatus(out)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Status: status}, nil
+	})
 }
+
+// Runaway is how many renders of s were abandoned past their deadline and
+// are still running.
+func (s *Set) Runaway() int { return int(s.runaway.Load()) }
 
 // render is one call of Children or Status.
 type render struct {
 	set   *Set
-	tmpl  *template.Template // this render's clone of set.tmpl
+	inst  *instance
 	state *renderState
 	data  map[string]any
-	buf   bytes.Buffer // reused across the files of the render
+	w     limitWriter // reused across the files of the render
 }
 
-func (s *Set) newRender(in Input, withChildren bool) (*render, error) {
+type outcome struct {
+	res *Result
+	err error
+}
+
+// run executes body on an instance of s, on a goroutine of its own, and
+// waits at most the budget's timeout plus a grace period. The deadline
+// and ctx stop the render cooperatively (every loop, include, tpl and
+// guarded function checks them); a render that does not notice in time,
+// because one function call runs long, is abandoned: the caller gets a
+// time budget error at once and the goroutine finishes on its own.
+func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*render) (*Result, error)) (*Result, error) {
+	b := in.Budget.WithDefaults()
+	if n := s.runaway.Load(); n >= maxRunaway {
+		be := &BudgetError{Budget: BudgetDegraded, Limit: int64(n)}
+		return nil, &Error{Message: be.Error(), err: be}
+	}
 	data, err := templateData(in, withChildren)
 	if err != nil {
 		return nil, err
 	}
-	// Clone shares the parse trees and copies only the name and function
-	// tables, so binding per-render functions to it leaves s untouched for
-	// concurrent renders.
-	tmpl, err := s.tmpl.Clone()
+	inst, err := s.get()
 	if err != nil {
-		return nil, &Error{Message: fmt.Sprintf("clone templates: %v", err), err: err}
+		return nil, err
 	}
-	st := newRenderState(in)
-	st.bind(tmpl)
-	return &render{set: s, tmpl: tmpl, state: st, data: data}, nil
+	st := newRenderState(in, b)
+	inst.h.st = st
+	r := &render{set: s, inst: inst, state: st, data: data}
+	r.w.m = &st.meter
+
+	deadline := time.AfterFunc(b.Timeout, func() { st.meter.stop.CompareAndSwap(0, stopTime) })
+	stopOnCancel := context.AfterFunc(ctx, func() { st.meter.stop.CompareAndSwap(0, stopCanceled) })
+	const (
+		running = iota
+		finished
+		abandoned
+	)
+	var state atomic.Int32
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := body(r)
+		if err == nil {
+			res.RequeueAfter = st.requeue
+			res.Nondeterministic = st.random
+			for f := range st.emptyLists {
+				res.EmptyLists = append(res.EmptyLists, f)
+			}
+			slices.Sort(res.EmptyLists)
+		}
+		deadline.Stop()
+		stopOnCancel()
+		inst.h.st = nil
+		s.put(inst)
+		if state.CompareAndSwap(running, finished) {
+			done <- outcome{res, err}
+			return
+		}
+		s.runaway.Add(-1)
+	}()
+
+	hard := time.NewTimer(b.Timeout + b.grace())
+	defer hard.Stop()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-hard.C:
+	case <-ctx.Done():
+		g := time.NewTimer(b.grace())
+		defer g.Stop()
+		select {
+		case o := <-done:
+			return o.res, o.err
+		case <-g.C:
+		}
+	}
+	s.runaway.Add(1)
+	if !state.CompareAndSwap(running, abandoned) {
+		s.runaway.Add(-1)
+		o := <-done
+		return o.res, o.err
+	}
+	be := &BudgetError{Budget: BudgetTime, Limit: int64(b.Timeout),
+		Detail: fmt.Sprintf("abandoned %s after its deadline, still running (%d of this folder now)", b.grace(), s.runaway.Load())}
+	if ctx.Err() != nil {
+		be = &BudgetError{Budget: BudgetCanceled, Detail: "abandoned, still running"}
+	}
+	return nil, &Error{Template: st.currentFile(), Message: be.Error(), err: be}
 }
 
 // execute runs one file of the set and returns its output, which stays
@@ -117,11 +210,12 @@ func (r *render) execute(file string) (out []byte, err error) {
 			out, err = nil, &Error{Template: file, Message: fmt.Sprintf("panic while rendering: %v", p)}
 		}
 	}()
-	r.buf.Reset()
-	if err := r.tmpl.ExecuteTemplate(&r.buf, file, r.data); err != nil {
+	r.state.setFile(file)
+	r.w.buf, r.w.what = r.w.buf[:0], file
+	if err := r.inst.tmpl.ExecuteTemplate(&r.w, file, r.data); err != nil {
 		return nil, r.set.execError(file, err)
 	}
-	out = r.buf.Bytes()
+	out = r.w.buf
 	if bytes.Contains(out, []byte(noValue)) {
 		out = bytes.ReplaceAll(out, []byte(noValue), nil)
 	}

@@ -76,11 +76,11 @@ func TestParseFSMissingFolder(t *testing.T) {
 
 func TestEmptySet(t *testing.T) {
 	set := mustParse(t, nil)
-	res, err := set.Children(Input{})
+	res, err := set.Children(t.Context(), Input{})
 	if err != nil || len(res.Manifests) != 0 {
 		t.Fatalf("Children() = %+v, %v; want no manifests", res, err)
 	}
-	res, err = set.Status(Input{})
+	res, err = set.Status(t.Context(), Input{})
 	if err != nil || res.Status != nil {
 		t.Fatalf("Status() = %+v, %v; want nil status", res, err)
 	}
@@ -93,7 +93,7 @@ func TestManifestOrderAndIndex(t *testing.T) {
 		"a.yaml": "\n---\n" + cm("a0"),
 		"c.yml":  "{{/* renders nothing */}}",
 	})
-	res, err := set.Children(Input{})
+	res, err := set.Children(t.Context(), Input{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestManifestOrderAndIndex(t *testing.T) {
 
 func TestDocumentsDecodeLikeTheAPI(t *testing.T) {
 	set := mustParse(t, map[string]string{"d.yaml": configMapHead + "spec:\n  replicas: {{ .Spec.size }}\n  ratio: 0.5\n  big: 9007199254740993\n"})
-	res, err := set.Children(Input{Object: map[string]any{"spec": map[string]any{"size": int64(3)}}})
+	res, err := set.Children(t.Context(), Input{Object: map[string]any{"spec": map[string]any{"size": int64(3)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestDotOfABareObject(t *testing.T) {
 		"status.yaml": "children: {{ len .Children }}\nready: {{ dig \"Deployment\" .Name \"status\" \"readyReplicas\" 0 .Children }}\n",
 	})
 	for _, obj := range []map[string]any{nil, {"metadata": map[string]any{"name": "n"}}} {
-		res, err := set.Children(Input{Object: obj})
+		res, err := set.Children(t.Context(), Input{Object: obj})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestDotOfABareObject(t *testing.T) {
 		if data["size"] != "" || data["labels"] != "0" || data["status"] != "" || data["host"] != "unset" {
 			t.Errorf("data = %v", data)
 		}
-		st, err := set.Status(Input{Object: obj})
+		st, err := set.Status(t.Context(), Input{Object: obj})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestDotOfABareObject(t *testing.T) {
 
 func TestStatusEmptyOutputIsNil(t *testing.T) {
 	set := mustParse(t, map[string]string{"status.yaml": "{{- if .Spec.never }}a: 1{{ end }}\n# nothing to report\n"})
-	res, err := set.Status(Input{})
+	res, err := set.Status(t.Context(), Input{})
 	if err != nil || res.Status != nil {
 		t.Fatalf("Status() = %+v, %v; want nil status, no error", res, err)
 	}
@@ -164,7 +164,7 @@ func TestStatusEmptyOutputIsNil(t *testing.T) {
 func TestStatusAcceptsUnstructuredChildren(t *testing.T) {
 	set := mustParse(t, map[string]string{"status.yaml": "ready: {{ (index .Children.Deployment \"web\").status.readyReplicas }}\n"})
 	dep := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"readyReplicas": int64(2)}}}
-	res, err := set.Status(Input{Children: map[string]map[string]any{"Deployment": {"web": dep}}})
+	res, err := set.Status(t.Context(), Input{Children: map[string]map[string]any{"Deployment": {"web": dep}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,10 +200,10 @@ x: 1
 	wantObj := runtime.DeepCopyJSON(obj)
 	wantChild := runtime.DeepCopyJSON(children["Deployment"]["web"].(map[string]any))
 	wantCluster := runtime.DeepCopyJSON(cluster[0])
-	if _, err := set.Children(in); err != nil {
+	if _, err := set.Children(t.Context(), in); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := set.Status(in); err != nil {
+	if _, err := set.Status(t.Context(), in); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(obj, wantObj) {
@@ -222,7 +222,7 @@ func TestLookupWithoutLookup(t *testing.T) {
 all: {{ lookup "v1" "Secret" "ns" "" | toJson }}
 selected: {{ lookupSelect "v1" "Secret" "" "a=b" | toJson }}
 `})
-	res, err := set.Status(Input{})
+	res, err := set.Status(t.Context(), Input{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ spec:
 					Lookup:   &fakeLookup{objects: []map[string]any{{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"owner": name}}}},
 					Now:      now,
 				}
-				res, err := set.Children(in)
+				res, err := set.Children(t.Context(), in)
 				if err != nil {
 					t.Error(err)
 					return
@@ -279,7 +279,7 @@ spec:
 					annotations["secret"] != name || annotations["tpl"] != fmt.Sprint(n) || annotations["left"] != (time.Duration(n)*time.Hour).String() {
 					t.Errorf("render of %s got %s, replicas %d, requeue %v, annotations %v", name, obj.GetName(), replicas, res.RequeueAfter, annotations)
 				}
-				st, err := set.Status(in)
+				st, err := set.Status(t.Context(), in)
 				if err != nil {
 					t.Error(err)
 					return

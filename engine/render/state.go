@@ -2,97 +2,135 @@ package render
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/template"
 	"time"
 )
-
-// maxNesting bounds include (per template name, as Helm does) and tpl
-// recursion, so a template that includes itself fails instead of exhausting
-// the stack of the operator.
-const maxNesting = 1000
 
 // tplName names the template a tpl string is parsed as. It is not a file
 // name, so errors inside a tpl string are reported at the tpl call site.
 const tplName = "tpl"
 
-// renderState is what the functions of one render share. It lives in the
-// closures bound to that render's clone of the set, so concurrent renders of
-// one Set never see each other's state; text/template executes a template on
-// the calling goroutine only, so no lock is needed.
+// renderState is what the functions of one render share. Functions reach
+// it through the holder of the instance the render runs on; text/template
+// executes a template on the calling goroutine only, so no lock is needed,
+// except for file, which the caller reads when it abandons a render.
 type renderState struct {
-	lookup   Lookup
-	now      time.Time
-	requeue  time.Duration  // soonest positive requeueAfter so far; 0 if none
-	includes map[string]int // nesting depth of include, per template name
-	tpls     int            // nesting depth of tpl
+	meter   meter
+	lookup  Lookup
+	now     time.Time
+	requeue time.Duration // soonest positive requeueAfter so far; 0 if none
+
+	file atomic.Pointer[string] // top-level file being executed
+	// emptyLists holds the files in which a list lookup returned no items.
+	emptyLists map[string]bool
+	// random holds, per file, the functions called whose result differs
+	// from one call to the next.
+	random map[string][]string
 }
 
-func newRenderState(in Input) *renderState {
-	st := &renderState{lookup: in.Lookup, now: in.Now}
+func newRenderState(in Input, b Budget) *renderState {
+	st := &renderState{lookup: in.Lookup, now: in.Now, meter: meter{budget: b}}
 	if st.now.IsZero() {
 		st.now = time.Now()
 	}
 	return st
 }
 
-// bind installs the stateful functions on t, a clone owned by this render.
-func (st *renderState) bind(t *template.Template) {
-	t.Funcs(template.FuncMap{
-		"include":       st.includeFunc(t),
-		"tpl":           st.tplFunc(t),
-		"lookup":        st.lookupFunc,
-		"lookupSelect":  st.lookupSelectFunc,
-		"requeueAfter":  st.requeueAfter,
-		"durationUntil": st.durationUntil,
+func (st *renderState) setFile(f string) { st.file.Store(&f) }
+
+func (st *renderState) currentFile() string {
+	if f := st.file.Load(); f != nil {
+		return *f
+	}
+	return ""
+}
+
+func (st *renderState) calledNondeterministic(name string) {
+	f := st.currentFile()
+	if st.random == nil {
+		st.random = map[string][]string{}
+	}
+	if !slices.Contains(st.random[f], name) {
+		st.random[f] = append(st.random[f], name)
+	}
+}
+
+// holder points the functions bound to one instance at the render that
+// currently runs on it.
+type holder struct{ st *renderState }
+
+// statefulFuncs are the functions with per-render state, bound to h, except
+// include and tpl, which also need the template they run in (bindTemplate).
+func statefulFuncs(h *holder) template.FuncMap {
+	return template.FuncMap{
+		"lookup": func(apiVersion, kind, namespace, name string) (map[string]any, error) {
+			return h.st.lookupFunc(apiVersion, kind, namespace, name)
+		},
+		"lookupSelect": func(apiVersion, kind, namespace, selector string) (map[string]any, error) {
+			return h.st.lookupSelectFunc(apiVersion, kind, namespace, selector)
+		},
+		"requeueAfter":  func(d any) (string, error) { return h.st.requeueAfter(d) },
+		"durationUntil": func(t any) (time.Duration, error) { return h.st.durationUntil(t) },
 		// One clock per render: sprig's now would differ from durationUntil's
 		// and make outputs depend on when the render ran, not on Input.Now.
-		"now": func() time.Time { return st.now },
-	})
+		"now": func() time.Time { h.st.calledNondeterministic("now"); return h.st.now },
+	}
+}
+
+// bindTemplate returns include and tpl for templates running in t.
+func bindTemplate(h *holder, t *template.Template, scalar map[string]bool) template.FuncMap {
+	return template.FuncMap{"include": h.includeFunc(t), "tpl": h.tplFunc(t, scalar)}
 }
 
 // includeFunc executes a named template into a string, so that its output
 // can be piped (`include "labels" . | nindent 4`), which {{ template }} cannot.
-func (st *renderState) includeFunc(t *template.Template) func(string, any) (string, error) {
+func (h *holder) includeFunc(t *template.Template) func(string, any) (string, error) {
 	return func(name string, data any) (string, error) {
+		st := h.st
 		if t.Lookup(name) == nil {
 			return "", funcErrorf("include: no template named %q", name)
 		}
-		if st.includes[name] >= maxNesting {
-			return "", &funcError{sticky: true, msg: fmt.Sprintf("include %q: more than %d nested calls (recursive include?)", name, maxNesting)}
+		if err := st.meter.enter("include " + strconv.Quote(name)); err != nil {
+			return "", budgetFuncError(err)
 		}
-		if st.includes == nil {
-			st.includes = map[string]int{}
-		}
-		st.includes[name]++
-		defer func() { st.includes[name]-- }()
-
-		var buf strings.Builder
-		if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		defer st.meter.leave()
+		w := &limitWriter{m: &st.meter, what: "include " + strconv.Quote(name)}
+		if err := t.ExecuteTemplate(w, name, data); err != nil {
 			return "", passUp(err)
 		}
-		return buf.String(), nil
+		return string(w.buf), nil
 	}
 }
 
 // tplFunc renders a string as a template, e.g. a template held in the spec.
 // The string is parsed into a clone of the render's set, so it can include
 // the folder's helpers and its own {{ define }}s stay local to the call.
-func (st *renderState) tplFunc(parent *template.Template) func(string, any) (string, error) {
+// Its trees are guarded as the folder's are: tpl of a string a tenant wrote
+// is held to the same budget.
+func (h *holder) tplFunc(parent *template.Template, scalar map[string]bool) func(string, any) (string, error) {
 	return func(text string, data any) (string, error) {
-		if st.tpls >= maxNesting {
-			return "", &funcError{sticky: true, msg: fmt.Sprintf("tpl: more than %d nested calls (recursive tpl?)", maxNesting)}
+		st := h.st
+		if err := st.meter.enter("tpl"); err != nil {
+			return "", budgetFuncError(err)
+		}
+		defer st.meter.leave()
+		// Parsing costs what the text weighs, and the clone holds it.
+		if err := st.meter.charge(int64(len(text)), func() string { return "tpl" }); err != nil {
+			return "", budgetFuncError(err)
 		}
 		t, err := parent.Clone()
 		if err != nil {
 			return "", funcErrorf("tpl: %v", err)
 		}
 		// Rebind include and tpl so they see the string's own defines; the
-		// other stateful functions were copied from parent by Clone.
-		t.Funcs(template.FuncMap{"include": st.includeFunc(t), "tpl": st.tplFunc(t)})
+		// other functions, bound to h, were copied from parent by Clone.
+		t.Funcs(bindTemplate(h, t, scalar))
 		if _, err := t.New(tplName).Parse(text); err != nil {
 			_, line, rest, ok := splitLocation(err.Error())
 			if ok && line > 0 {
@@ -100,24 +138,29 @@ func (st *renderState) tplFunc(parent *template.Template) func(string, any) (str
 			}
 			return "", funcErrorf("tpl: %v", err)
 		}
-
-		st.tpls++
-		defer func() { st.tpls-- }()
-		var buf strings.Builder
-		if err := t.ExecuteTemplate(&buf, tplName, data); err != nil {
+		guardNew(t, parent, scalar)
+		w := &limitWriter{m: &st.meter, what: "tpl"}
+		if err := t.ExecuteTemplate(w, tplName, data); err != nil {
 			return "", passUp(err)
 		}
-		return strings.ReplaceAll(buf.String(), noValue, ""), nil
+		return strings.ReplaceAll(string(w.buf), noValue, ""), nil
 	}
 }
 
 // passUp returns a sticky funcError found in err instead of err itself; see
-// funcError.sticky.
+// funcError.sticky. A budget error is made sticky on the way.
 func passUp(err error) error {
 	if fe, ok := errors.AsType[*funcError](err); ok && fe.sticky {
 		return fe
 	}
+	if be, ok := errors.AsType[*BudgetError](err); ok {
+		return budgetFuncError(be)
+	}
 	return err
+}
+
+func budgetFuncError(err error) *funcError {
+	return &funcError{sticky: true, msg: err.Error(), cause: err}
 }
 
 // requeueAfter records that the object should be rendered again after d,

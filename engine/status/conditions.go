@@ -6,15 +6,38 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// ConditionReconciled is the type of the condition the engine owns.
-const ConditionReconciled = "Reconciled"
+// The types of the conditions the engine owns.
+const (
+	// ConditionReconciled tells whether the last reconcile of the object's
+	// generation did all it had to.
+	ConditionReconciled = "Reconciled"
+	// ConditionPruneHeld is present while the deletion guard holds back a
+	// prune that would remove much of what the object has (see reconcile).
+	// Its lastTransitionTime is when the hold began.
+	ConditionPruneHeld = "PruneHeld"
+)
 
 // Reasons of the Reconciled condition.
 const (
-	ReasonReconciled   = "Reconciled"
+	ReasonReconciled = "Reconciled"
+	// ReasonRenderFailed: a template failed (with file and line), ran out
+	// of its render budget, or rendered a child its kind may not have.
 	ReasonRenderFailed = "RenderFailed"
-	ReasonApplyFailed  = "ApplyFailed"
-	ReasonStatusFailed = "StatusFailed"
+	// ReasonLookupFailed: a lookup could not be served yet; retried.
+	ReasonLookupFailed = "LookupFailed"
+	// ReasonOwnershipConflict: a child exists and is not this object's.
+	ReasonOwnershipConflict = "OwnershipConflict"
+	// ReasonNonDeterministic: a child renders differently every time with
+	// the same input; it is not re-applied.
+	ReasonNonDeterministic = "NonDeterministic"
+	ReasonApplyFailed      = "ApplyFailed"
+	ReasonStatusFailed     = "StatusFailed"
+)
+
+// Reasons of the PruneHeld condition.
+const (
+	ReasonMassDeletion = "MassDeletion"
+	ReasonLookupEmpty  = "LookupEmpty"
 )
 
 // maxMessage keeps a condition message under the API's limit (32768) with room
@@ -37,6 +60,15 @@ func Reconciled(reason, message string, generation int64) metav1.Condition {
 	return metav1.Condition{Type: ConditionReconciled, Status: st, Reason: reason, Message: message, ObservedGeneration: generation}
 }
 
+// PruneHeld returns the PruneHeld condition, which began at since.
+func PruneHeld(reason, message string, generation int64, since metav1.Time) metav1.Condition {
+	if len(message) > maxMessage {
+		message = message[:maxMessage] + "..."
+	}
+	return metav1.Condition{Type: ConditionPruneHeld, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+		ObservedGeneration: generation, LastTransitionTime: since}
+}
+
 // conditionsOf reads a conditions list from unstructured content, skipping
 // entries that are not conditions.
 func conditionsOf(v any) []metav1.Condition {
@@ -56,16 +88,24 @@ func conditionsOf(v any) []metav1.Condition {
 	return out
 }
 
+// Find returns the condition of type typ in a status's conditions.
+func Find(status map[string]any, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(conditionsOf(status["conditions"]), typ)
+}
+
 // mergeConditions returns the conditions to write: the desired ones (the
-// template's, or the current ones on a failure) with cond set, each keeping
-// its current lastTransitionTime while its status is unchanged.
-func mergeConditions(current, desired []metav1.Condition, cond metav1.Condition, now metav1.Time) []metav1.Condition {
-	out := make([]metav1.Condition, 0, len(desired)+1)
-	for _, d := range append(desired, cond) {
+// template's, or the current ones on a failure) with the engine's set,
+// each keeping its current lastTransitionTime while its status is
+// unchanged. An engine condition with a lastTransitionTime of its own keeps
+// it: that is how the engine restarts a clock without a status change.
+func mergeConditions(current, desired, engine []metav1.Condition, now metav1.Time) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(desired)+len(engine))
+	for i, d := range append(desired, engine...) {
+		explicit := i >= len(desired) && !d.LastTransitionTime.IsZero()
 		if d.LastTransitionTime.IsZero() {
 			d.LastTransitionTime = now
 		}
-		if cur := meta.FindStatusCondition(current, d.Type); cur != nil && cur.Status == d.Status {
+		if cur := meta.FindStatusCondition(current, d.Type); !explicit && cur != nil && cur.Status == d.Status {
 			d.LastTransitionTime = cur.LastTransitionTime
 		}
 		meta.SetStatusCondition(&out, d)

@@ -20,8 +20,8 @@ type Writer interface {
 // Desired returns the whole .status to write for obj: rendered (the output
 // of status.yaml), or, when rendered is nil because this reconcile failed
 // before status.yaml could run, the current status unchanged; plus
-// observedGeneration and the Reconciled condition cond.
-func Desired(obj *unstructured.Unstructured, rendered map[string]any, cond metav1.Condition, now time.Time) (map[string]any, error) {
+// observedGeneration and the engine's conditions (Reconciled, PruneHeld).
+func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []metav1.Condition, now time.Time) (map[string]any, error) {
 	current, _, _ := unstructured.NestedMap(obj.Object, "status")
 	base := rendered
 	if base == nil {
@@ -33,7 +33,7 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, cond metav
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}
-	merged := mergeConditions(conditionsOf(current["conditions"]), conditionsOf(out["conditions"]), cond,
+	merged := mergeConditions(conditionsOf(current["conditions"]), conditionsOf(out["conditions"]), engine,
 		metav1.NewTime(now.UTC().Truncate(time.Second)))
 	conds, err := conditionsToUnstructured(merged)
 	if err != nil {

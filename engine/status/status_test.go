@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -33,7 +34,7 @@ func TestDesiredAndWrite(t *testing.T) {
 
 	// First reconcile: everything is written.
 	obj := parent(nil)
-	want, err := Desired(obj, map[string]any{"readyReplicas": int64(3)}, ok, t0)
+	want, err := Desired(obj, map[string]any{"readyReplicas": int64(3)}, []metav1.Condition{ok}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestDesiredAndWrite(t *testing.T) {
 			if tc.rendered == nil {
 				cond = fail
 			}
-			got, err := Desired(live, tc.rendered, cond, tc.at)
+			got, err := Desired(live, tc.rendered, []metav1.Condition{cond}, tc.at)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestTemplateConditionsKept(t *testing.T) {
 	obj := parent(nil)
 	got, err := Desired(obj, map[string]any{"conditions": []any{
 		map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicas", "message": "ok"},
-	}}, Reconciled(ReasonReconciled, "", 2), time.Now())
+	}}, []metav1.Condition{Reconciled(ReasonReconciled, "", 2)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

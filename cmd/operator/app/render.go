@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -44,7 +46,7 @@ resource in the file (with the namespace, owner reference and labels the engine 
 status it would write. --children gives live children (a List or YAML documents) for status.yaml
 to read; without it, status.yaml sees the rendered children. Lookups read nothing offline.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return renderCmd(out, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return renderCmd(cmd.Context(), out, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind")
@@ -55,7 +57,7 @@ to read; without it, status.yaml sees the rendered children. Lookups read nothin
 	return cmd
 }
 
-func renderCmd(out io.Writer, f *renderFlags) error {
+func renderCmd(ctx context.Context, out io.Writer, f *renderFlags) error {
 	kinds, skipped, err := catalog.Load(f.templates)
 	if err != nil {
 		return err
@@ -83,7 +85,7 @@ func renderCmd(out io.Writer, f *renderFlags) error {
 			}
 			return fmt.Errorf("%s %q: no kind folder in %s serves %s", obj.GetKind(), obj.GetName(), f.templates, obj.GroupVersionKind().GroupKind())
 		}
-		if err := renderOne(&buf, k, obj, live, f); err != nil {
+		if err := renderOne(ctx, &buf, k, obj, live, f); err != nil {
 			return fmt.Errorf("%s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
@@ -91,7 +93,7 @@ func renderCmd(out io.Writer, f *renderFlags) error {
 	return err
 }
 
-func renderOne(w io.Writer, k *catalog.Kind, obj *unstructured.Unstructured, live []*unstructured.Unstructured, f *renderFlags) error {
+func renderOne(ctx context.Context, w io.Writer, k *catalog.Kind, obj *unstructured.Unstructured, live []*unstructured.Unstructured, f *renderFlags) error {
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace("default")
 	}
@@ -99,7 +101,8 @@ func renderOne(w io.Writer, k *catalog.Kind, obj *unstructured.Unstructured, liv
 		obj.SetUID(placeholderUID)
 	}
 	now := time.Now()
-	plan, err := reconcile.MakePlan(k, obj, render.Input{Now: now}, kube.OfflineNamespaced, f.fieldManager)
+	budget := k.RenderBudget(render.Budget{})
+	plan, err := reconcile.MakePlan(ctx, k, obj, render.Input{Now: now, Budget: budget}, kube.OfflineNamespaced, f.fieldManager)
 	if err != nil {
 		return err
 	}
@@ -123,7 +126,7 @@ func renderOne(w io.Writer, k *catalog.Kind, obj *unstructured.Unstructured, liv
 	for _, u := range live {
 		add(u)
 	}
-	sres, err := k.Templates.Status(render.Input{Object: obj.Object, Children: children, Now: now})
+	sres, err := k.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Now: now, Budget: budget})
 	if err != nil {
 		return err
 	}
@@ -131,7 +134,7 @@ func renderOne(w io.Writer, k *catalog.Kind, obj *unstructured.Unstructured, liv
 	if rendered == nil {
 		rendered = map[string]any{}
 	}
-	st, err := status.Desired(obj, rendered, status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration()), now)
+	st, err := status.Desired(obj, rendered, []metav1.Condition{status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())}, now)
 	if err != nil {
 		return err
 	}

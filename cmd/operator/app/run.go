@@ -3,7 +3,10 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -12,16 +15,23 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
+	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/render"
 )
 
 type runFlags struct {
-	templates    string
-	kubeconfig   string
-	namespace    string
-	fieldManager string
-	qps          float32
-	burst        int
-	reload       time.Duration
+	templates      string
+	kubeconfig     string
+	namespace      string
+	stateNamespace string
+	fieldManager   string
+	qps            float32
+	burst          int
+	reload         time.Duration
+	budget         render.Budget
+	minRequeue     time.Duration
+	drainTimeout   time.Duration
+	pruneDelay     time.Duration
 }
 
 // NewRunCommand runs the operator until SIGINT or SIGTERM.
@@ -43,17 +53,45 @@ func NewRunCommand() *cobra.Command {
 	fl.Float32Var(&f.qps, "qps", 50, "queries per second to the API server")
 	fl.IntVar(&f.burst, "burst", 100, "burst of queries to the API server")
 	fl.DurationVar(&f.reload, "reload-interval", 5*time.Second, "how often to look for added, changed or removed kind folders (0: never)")
+	fl.StringVar(&f.stateNamespace, "state-namespace", "", "namespace of the operator's own records (default: the Pod's namespace in-cluster, else the kubeconfig context's, else default)")
+	fl.DurationVar(&f.budget.Timeout, "render-timeout", render.DefaultTimeout, "wall time of one render; a render that outlives it is abandoned and reported")
+	fl.Int64Var(&f.budget.MaxOutputBytes, "render-max-output", render.DefaultMaxOutputBytes, "bytes one render may produce (output, include and tpl results, function results)")
+	fl.IntVar(&f.budget.MaxManifests, "render-max-manifests", render.DefaultMaxManifests, "child manifests of one object")
+	fl.IntVar(&f.budget.MaxCalls, "render-max-calls", render.DefaultMaxCalls, "include, tpl and template calls of one render")
+	fl.DurationVar(&f.minRequeue, "min-requeue", controller.DefaultMinRequeue, "shortest requeueAfter honoured")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", controller.DefaultDrainTimeout, "on SIGTERM, how long in-flight reconciles may finish before they are canceled")
+	fl.DurationVar(&f.pruneDelay, "prune-confirm-delay", reconcile.DefaultPruneConfirmDelay, "how long a prune that would delete most of an object's children waits for a second render to agree")
 	return cmd
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// restConfig loads the client config, and the namespace the operator runs
+// in: the service account's in a Pod, the context's with a kubeconfig.
+func restConfig(kubeconfig string) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load client config: %w", err)
+		return nil, "", fmt.Errorf("load client config: %w", err)
 	}
-	return cfg, nil
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	return cfg, ns, nil
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit to 90% of the
+// container's, unless GOMEMLIMIT is set: the garbage collector then works
+// harder near the limit instead of letting the kernel kill the process.
+func setMemoryLimit(log klog.Logger) {
+	limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup))
+	switch {
+	case err != nil:
+		log.V(1).Info("No container memory limit found; Go memory limit unchanged", "err", err.Error())
+	case limit < math.MaxInt64:
+		log.Info("Go memory limit set from the container's", "bytes", limit)
+	}
 }
 
 func run(cmd *cobra.Command, f *runFlags) error {
@@ -70,9 +108,13 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		}
 		return errors.Join(errs...)
 	}
-	cfg, err := restConfig(f.kubeconfig)
+	setMemoryLimit(log)
+	cfg, ownNamespace, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
+	}
+	if f.stateNamespace == "" {
+		f.stateNamespace = ownNamespace
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
 	cfg.UserAgent = "operator/" + version
@@ -83,12 +125,14 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	defer stopEvents()
 	mgr, err := controller.NewManager(ctx, cfg, controller.Options{
-		FieldManager: f.fieldManager, Namespace: f.namespace, Recorder: recorder,
+		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
+		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("Starting", "templates", f.templates, "host", cfg.Host, "namespace", f.namespace, "fieldManager", f.fieldManager)
+	log.Info("Starting", "templates", f.templates, "host", cfg.Host, "namespace", f.namespace, "fieldManager", f.fieldManager,
+		"stateNamespace", f.stateNamespace, "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
 	if err := mgr.Sync(ctx, f.templates); err != nil {
 		return err
 	}
@@ -96,7 +140,8 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		go mgr.Watch(ctx, f.templates, f.reload)
 	}
 	<-ctx.Done()
-	log.Info("Shutting down: draining in-flight reconciles")
+	log.Info("Shutting down: draining in-flight reconciles", "drainTimeout", f.drainTimeout)
 	mgr.Wait()
+	log.Info("Stopped")
 	return nil
 }

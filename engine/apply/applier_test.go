@@ -1,0 +1,135 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/ownership"
+)
+
+// fakeCache holds objects by key; all holds what the metadata watch sees,
+// ours what the watch of our children sees (they may disagree for a while).
+type fakeCache struct {
+	all, ours map[Key]*unstructured.Unstructured
+}
+
+func (f *fakeCache) Ensure(context.Context, *meta.RESTMapping) error { return nil }
+func (f *fakeCache) Get(gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool) {
+	o, ok := f.ours[Key{gr, ns, name}]
+	return o, ok
+}
+func (f *fakeCache) Occupant(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {
+	o, ok := f.all[Key{gr, ns, name}]
+	return o, ok
+}
+func (f *fakeCache) Children(schema.GroupResource, types.UID) []*unstructured.Unstructured {
+	return nil
+}
+func (f *fakeCache) List(schema.GroupResource) []*unstructured.Unstructured { return nil }
+
+func testClient() *kube.Client {
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "P"}, meta.RESTScopeNamespace)
+	return &kube.Client{Mapper: resettable{m}}
+}
+
+type resettable struct{ *meta.DefaultRESTMapper }
+
+func (resettable) Reset() {}
+
+func TestPrepare(t *testing.T) {
+	parent := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "P",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "p-uid"}}}
+	child := func(ann map[string]any, uid string) *unstructured.Unstructured {
+		md := map[string]any{"name": "c", "namespace": "ns", "uid": uid, "resourceVersion": "5"}
+		if ann != nil {
+			md["annotations"] = ann
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"a": "1"}}}
+	}
+	mine := map[string]any{ownership.AnnotationParent: "P.e.io/ns/p"}
+	key := Key{GR: schema.GroupResource{Resource: "configmaps"}, Namespace: "ns", Name: "c"}
+	cases := []struct {
+		name       string
+		all, ours  *unstructured.Unstructured
+		wantErr    bool
+		wantExists bool
+	}{
+		{name: "free name", wantExists: false},
+		{name: "someone else's object", all: child(nil, "u1"), wantErr: true},
+		{name: "ours", all: child(mine, "u1"), ours: child(mine, "u1"), wantExists: true},
+		{name: "ours, our watch lagging", all: child(mine, "u1"), wantExists: false},
+		{name: "gone, our watch lagging", ours: child(mine, "u1"), wantExists: false},
+		{name: "replaced by someone else, our watch lagging", all: child(nil, "u2"), ours: child(mine, "u1"), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := &fakeCache{all: map[Key]*unstructured.Unstructured{}, ours: map[Key]*unstructured.Unstructured{}}
+			if tc.all != nil {
+				fc.all[key] = tc.all
+			}
+			if tc.ours != nil {
+				fc.ours[key] = tc.ours
+			}
+			c := testClient()
+			m, err := c.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := NewApplier(fc, nil)
+			d, err := a.Prepare(t.Context(), c, m, parent, child(mine, ""), "op")
+			if tc.wantErr {
+				var ce *ownership.ConflictError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err = %v, want a conflict", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Exists() != tc.wantExists || d.UpToDate {
+				t.Fatalf("exists %v up to date %v", d.Exists(), d.UpToDate)
+			}
+		})
+	}
+}
+
+// TestOwnEvent: the echo of an apply does not wake the parent, whether it
+// arrives after the apply's response or before it; another change does.
+func TestOwnEvent(t *testing.T) {
+	key := Key{GR: schema.GroupResource{Resource: "configmaps"}, Namespace: "ns", Name: "c"}
+	at := func(rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetResourceVersion(rv)
+		return u
+	}
+	var requeued []string
+	a := NewApplier(&fakeCache{}, func(u *unstructured.Unstructured) { requeued = append(requeued, u.GetResourceVersion()) })
+
+	a.own[key] = "7"
+	if !a.OwnEvent(key, at("7")) || a.OwnEvent(key, at("8")) {
+		t.Fatal("the echo after the response must be dropped once, and the next change routed")
+	}
+
+	// During an apply, events are held; Apply's response decides.
+	a.inFlight[key] = 1
+	if !a.OwnEvent(key, at("9")) {
+		t.Fatal("an event during an apply must be held")
+	}
+	if a.held[key].GetResourceVersion() != "9" {
+		t.Fatal("not held")
+	}
+	if len(requeued) != 0 {
+		t.Fatalf("requeued %v", requeued)
+	}
+}

@@ -1,0 +1,107 @@
+package catalog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tmplop/operator/engine/render"
+)
+
+func TestParseSpec(t *testing.T) {
+	cases := []struct {
+		name    string
+		yaml    string
+		wantErr string
+		check   func(t *testing.T, k *Kind)
+	}{
+		{name: "defaults", yaml: "apiVersion: a.example.com/v1\nkind: A\n", check: func(t *testing.T, k *Kind) {
+			if !k.Pruning() || k.ObjectSelector() != "" || k.RenderBudget(render.Budget{Timeout: time.Second}).Timeout != time.Second {
+				t.Errorf("defaults: prune %v selector %q", k.Pruning(), k.ObjectSelector())
+			}
+		}},
+		{name: "selector, prune and budget", yaml: `apiVersion: a.example.com/v1
+kind: A
+selector:
+  matchLabels: {team: a}
+  matchExpressions: [{key: tier, operator: In, values: [web]}]
+prune: false
+budget: {timeout: 5s, maxManifests: 10}
+lookups:
+- {apiVersion: v1, kind: Pod, selector: {matchLabels: {app: x}}}
+`, check: func(t *testing.T, k *Kind) {
+			if k.Pruning() {
+				t.Error("prune: false not read")
+			}
+			if got := k.ObjectSelector(); got != "team=a,tier in (web)" {
+				t.Errorf("selector = %q", got)
+			}
+			b := k.RenderBudget(render.Budget{Timeout: time.Second, MaxCalls: 7})
+			if b.Timeout != 5*time.Second || b.MaxManifests != 10 || b.MaxCalls != 7 {
+				t.Errorf("budget = %+v", b)
+			}
+			if got := k.Spec.Lookups[0].LookupSelector(); got != "app=x" {
+				t.Errorf("lookup selector = %q", got)
+			}
+		}},
+		{name: "bad selector", yaml: "apiVersion: a.example.com/v1\nkind: A\nselector: {matchExpressions: [{key: x, operator: Bogus}]}\n", wantErr: "selector"},
+		{name: "negative budget", yaml: "apiVersion: a.example.com/v1\nkind: A\nbudget: {maxCalls: -1}\n", wantErr: "budget"},
+		{name: "lookup declared twice", yaml: "apiVersion: a.example.com/v1\nkind: A\nlookups: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: Pod, allNamespaces: true}]\n", wantErr: "already declared"},
+		{name: "status of a built-in kind", yaml: "apiVersion: v1\nkind: Namespace\n", wantErr: "not the operator's to write"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"kind.yaml": tc.yaml, "status.yaml": "a: 1\n"}
+			if !strings.Contains(tc.name, "status") {
+				delete(files, "status.yaml")
+			}
+			for f, c := range files {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			k, err := LoadKind(dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, k)
+		})
+	}
+}
+
+// FuzzParseSpec: kind.yaml from anyone parses or fails with an error, never
+// a panic, and what parses has a kind and valid selectors.
+func FuzzParseSpec(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nlookups:\n- apiVersion: v1\n  kind: Pod\n",
+		"apiVersion: v1\nkind: Namespace\nallowClusterScoped: true\nselector: {matchLabels: {a: b}}\n",
+		"apiVersion: a/b/c\nkind: X\n",
+		"apiVersion: a.io/v1\nkind: X\nbudget: {timeout: 1h, maxOutputBytes: 9223372036854775807}\n",
+		"apiVersion: a.io/v1\nkind: X\nworkers: -1\n",
+		"[1, 2]",
+		"apiVersion: a.io/v1\nkind: X\nlookups: [{apiVersion: v1, kind: Pod, selector: {matchExpressions: [{key: a, operator: Exists}]}}]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseSpec(data)
+		if err != nil {
+			return
+		}
+		if s.APIVersion == "" || s.Kind == "" {
+			t.Fatalf("accepted a spec without apiVersion or kind: %+v", s)
+		}
+		if _, err := selectorString(s.Selector); err != nil {
+			t.Fatalf("accepted a bad selector: %v", err)
+		}
+	})
+}

@@ -1,0 +1,128 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// Store is the record of one operator instance, in the ConfigMap name of
+// the ConfigMaps client it is given.
+type Store struct {
+	cms  typedcorev1.ConfigMapInterface
+	name string
+
+	mu       sync.Mutex
+	loaded   bool
+	recorded map[string]bool // keys as in key()
+}
+
+// New returns a Store in the ConfigMap name.
+func New(cms typedcorev1.ConfigMapInterface, name string) *Store {
+	return &Store{cms: cms, name: name, recorded: map[string]bool{}}
+}
+
+// Name is the ConfigMap's name.
+func (s *Store) Name() string { return s.name }
+
+// key names the record of child kinds under parent kinds. Kinds and API
+// groups never hold '_', and both are valid ConfigMap key characters.
+func key(parent, child schema.GroupKind) string { return parent.String() + "_" + child.String() }
+
+// ChildKinds returns the kinds of children recorded for parent, sorted.
+func (s *Store) ChildKinds(ctx context.Context, parent schema.GroupKind) ([]schema.GroupKind, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	prefix := parent.String() + "_"
+	var out []schema.GroupKind
+	for k := range s.recorded {
+		if child, ok := strings.CutPrefix(k, prefix); ok {
+			out = append(out, schema.ParseGroupKind(child))
+		}
+	}
+	slices.SortFunc(out, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
+}
+
+// Record adds children to the kinds recorded for parent, writing only
+// when one is new.
+func (s *Store) Record(ctx context.Context, parent schema.GroupKind, children []schema.GroupKind) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	add := map[string]string{}
+	for _, c := range children {
+		if k := key(parent, c); !s.recorded[k] {
+			add[k] = "recorded"
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if err := s.add(ctx, add); err != nil {
+		return fmt.Errorf("record child kinds of %s in ConfigMap %s: %w", parent, s.name, err)
+	}
+	for k := range add {
+		s.recorded[k] = true
+	}
+	return nil
+}
+
+func (s *Store) load(ctx context.Context) error {
+	if s.loaded {
+		return nil
+	}
+	cm, err := s.cms.Get(ctx, s.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("read ConfigMap %s: %w", s.name, err)
+	default:
+		for k := range cm.Data {
+			s.recorded[k] = true
+		}
+	}
+	s.loaded = true
+	return nil
+}
+
+// add merges keys into the ConfigMap, creating it on first use. A merge
+// patch only adds: keys written by another replica or kind stay.
+func (s *Store) add(ctx context.Context, data map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"data": data})
+	if err != nil {
+		return err
+	}
+	for range 2 {
+		_, err = s.cms.Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: s.name, Labels: map[string]string{"app.kubernetes.io/component": "inventory"},
+				Annotations: map[string]string{"operator.tmplop.io/about": "the kinds of children each kind has applied: the scope of pruning; do not edit"}},
+			Data: data,
+		}
+		_, err = s.cms.Create(ctx, cm, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Created meanwhile by another writer: patch it.
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+package ownership
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ConflictError is an existing object that a parent's template renders
+// but that is not the parent's to change: server-side apply with force
+// would rewrite it and add the parent's owner reference, and deleting the
+// parent would then garbage-collect an object it never created (the
+// confused deputy of kro's CVE-2025-48710).
+type ConflictError struct {
+	Reason string
+}
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// Claim decides whether parent may apply over existing, the live object
+// of the same group, kind, namespace and name as one of its children. It
+// may when the object names parent in its AnnotationParent annotation:
+// either the operator made it for this parent (or for an earlier object of
+// the same name, being replaced), or whoever owns the object consented to
+// the adoption by writing that annotation, as Helm's release annotations
+// work. Even then, another controller keeps its object.
+func Claim(existing metav1.Object, gk schema.GroupKind, parent *unstructured.Unstructured, manager string) error {
+	p := ParentOf(parent)
+	what := fmt.Sprintf("%s %s", gk, objectPath(existing.GetNamespace(), existing.GetName()))
+	named := existing.GetAnnotations()[AnnotationParent]
+	if named == p.String() {
+		if c := metav1.GetControllerOfNoCopy(existing); c != nil && c.UID != parent.GetUID() &&
+			(c.Kind != parent.GetKind() || c.Name != parent.GetName() || groupOf(c.APIVersion) != p.GroupKind.Group) {
+			return &ConflictError{Reason: fmt.Sprintf("%s exists and is controlled by %s %q, not by this %s", what, c.Kind, c.Name, p.GroupKind.Kind)}
+		}
+		return nil
+	}
+	if named != "" && existing.GetLabels()[LabelManagedBy] == manager {
+		return &ConflictError{Reason: fmt.Sprintf("%s exists and belongs to %s: two objects render the same child", what, named)}
+	}
+	return &ConflictError{Reason: fmt.Sprintf("%s exists and is not owned by this %s; to let it adopt the object, annotate the object with %s=%s",
+		what, p.GroupKind.Kind, AnnotationParent, p.String())}
+}
+
+func groupOf(apiVersion string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ""
+	}
+	return gv.Group
+}
+
+func objectPath(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
