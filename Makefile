@@ -7,7 +7,7 @@ KUBECTL := $(CLUSTER_BIN)/kubectl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/tmplop/operator/cmd/operator/app.version=$(VERSION)
 
-.PHONY: all build test vet fmt bench demo cluster-bin cluster-up cluster-down clean
+.PHONY: all build test vet fmt fuzz bench demo cluster-bin cluster-up cluster-down clean
 
 all: build
 
@@ -30,10 +30,19 @@ cluster-down:
 	bash $(CLUSTER)/scripts/down.sh
 
 ## test: everything, unit and integration, each integration package on a
-## control plane of its own
+## control plane of its own, then each fuzz target briefly
 test: cluster-bin vet
 	@test -z "$$(gofmt -l cmd engine test)" || { echo "gofmt needed:"; gofmt -l cmd engine test; exit 1; }
 	env -u KUBECONFIG $(GO) test -race -count=1 -timeout 25m ./...
+	$(MAKE) fuzz FUZZTIME=5s
+
+## fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a long
+## run); the seed corpora are in testdata/fuzz and run with every go test
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./engine/render
+	$(GO) test -run '^$$' -fuzz '^FuzzManifests$$' -fuzztime $(FUZZTIME) ./engine/render
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./engine/catalog
 
 vet:
 	$(GO) vet ./...

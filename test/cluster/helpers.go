@@ -44,7 +44,11 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 		func(ctx context.Context) (bool, error) {
 			ok, err := cond(ctx)
 			if err != nil {
-				last = err
+				// An error caused by the deadline itself says nothing
+				// about the condition: keep the one before it.
+				if ctx.Err() == nil {
+					last = err
+				}
 				return false, nil
 			}
 			return ok, nil

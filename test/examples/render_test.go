@@ -59,12 +59,12 @@ func TestGolden(t *testing.T) {
 			}
 			in := ex.input(ex.object(nil), cluster, live)
 
-			children, err := ex.set.Children(in)
+			children, err := ex.set.Children(t.Context(), in)
 			if err != nil {
 				t.Fatalf("children: %v", err)
 			}
 			checkChildren(t, children.Manifests)
-			status, err := ex.set.Status(in)
+			status, err := ex.set.Status(t.Context(), in)
 			if err != nil {
 				t.Fatalf("status: %v", err)
 			}
@@ -95,7 +95,7 @@ func TestGolden(t *testing.T) {
 func TestStatusWithoutChildren(t *testing.T) {
 	for _, ex := range loadExamples(t) {
 		t.Run(ex.name, func(t *testing.T) {
-			res, err := ex.set.Status(ex.input(ex.object(nil), nil, nil))
+			res, err := ex.set.Status(t.Context(), ex.input(ex.object(nil), nil, nil))
 			if err != nil {
 				t.Fatalf("status: %v", err)
 			}
@@ -279,7 +279,7 @@ func TestBadInput(t *testing.T) {
 			}
 			obj := ex.object(tt.edit)
 
-			res, err := ex.set.Children(ex.input(obj, cluster, nil))
+			res, err := ex.set.Children(t.Context(), ex.input(obj, cluster, nil))
 			var rerr *render.Error
 			if !errors.As(err, &rerr) {
 				t.Fatalf("Children() = %v, %v; want a *render.Error", res, err)
@@ -384,7 +384,7 @@ func TestAtSchedule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := ex.input(ex.object(tt.edit), tt.cluster, nil)
 			in.Now = tt.now
-			res, err := ex.set.Children(in)
+			res, err := ex.set.Children(t.Context(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -444,7 +444,7 @@ func TestAtPhase(t *testing.T) {
 			if tt.pod != nil {
 				live = append(live, tt.pod)
 			}
-			res, err := ex.set.Status(ex.input(obj, nil, live))
+			res, err := ex.set.Status(t.Context(), ex.input(obj, nil, live))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -477,7 +477,7 @@ func TestMyDaemonSetPodPerNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := ex.set.Children(ex.input(ex.object(nil), tt.nodes, nil))
+			res, err := ex.set.Children(t.Context(), ex.input(ex.object(nil), tt.nodes, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -533,7 +533,7 @@ func TestMyDaemonSetAvailable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := ex.set.Status(ex.input(ex.object(nil), nil, tt.pods))
+			res, err := ex.set.Status(t.Context(), ex.input(ex.object(nil), nil, tt.pods))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -574,7 +574,7 @@ ports:
 		t.Fatalf("the CRD rejects the test's AppService:\n%s", strings.Join(errs, "\n"))
 	}
 
-	res, err := ex.set.Children(ex.input(obj, nil, nil))
+	res, err := ex.set.Children(t.Context(), ex.input(obj, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

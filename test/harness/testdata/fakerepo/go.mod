@@ -1,0 +1,3 @@
+module fakerepo
+
+go 1.26

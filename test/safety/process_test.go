@@ -1,0 +1,283 @@
+package safety
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tmplop/operator/test/cluster"
+	"github.com/tmplop/operator/test/harness"
+)
+
+// The tests in process_test.go, restart_test.go and outage_test.go run the
+// real operator binary as a child process, each with a field manager and
+// kinds of its own, so that they never touch what the in-process operator
+// (field manager "safety") or another of them manages.
+
+// TestRenderBombs: a tenant who controls a template (through tpl) or a folder
+// whose loop never ends must cost the operator one failed render each, bounded
+// in time and memory, and nothing else: a well-behaved kind served by the
+// same process stays fast, no bomb's child is written, and SIGTERM while a
+// runaway render is in flight still ends the process cleanly.
+func TestRenderBombs(t *testing.T) {
+	const (
+		renderTimeout = 2 * time.Second
+		drainTimeout  = 10 * time.Second
+		maxRSS        = 256 << 20
+		goodWithin    = 5 * time.Second
+	)
+	op := procStart(t, "safety-process", procTemplates(t, "process"), env.Kubeconfig,
+		"--render-timeout", renderTimeout.String(), "--drain-timeout", drainTimeout.String())
+	// Create nothing before every kind is served: the Good object's time
+	// must measure reconciles, not the operator's start.
+	procWaitServing(t, op, 3)
+	ns := env.Namespace(t)
+
+	bombs := []struct {
+		name string
+		kind procKind
+		spec map[string]any
+		// budgets are the budget names the message may name, one of them
+		// is enough (a recursion that doubles hits depth or calls first,
+		// depending on the engine's order of checks).
+		budgets []string
+	}{
+		{name: "loop", kind: procBomb,
+			spec:    map[string]any{"template": `{{ range until 200000000 }}x{{ end }}`},
+			budgets: []string{"output"}},
+		{name: "tpl", kind: procBomb,
+			spec:    map[string]any{"template": `{{ tpl "{{ tpl \"{{ range until 100000000 }}xx{{ end }}\" . }}" . }}`},
+			budgets: []string{"output"}},
+		{name: "recursion", kind: procBomb,
+			spec:    map[string]any{"template": `{{ define "r" }}{{ template "r" . }}{{ template "r" . }}{{ end }}{{ template "r" . }}`},
+			budgets: []string{"calls", "depth"}},
+		// A million squared empty iterations: no output, no calls, so only
+		// the clock can stop it.
+		{name: "spin", kind: procSpin,
+			spec:    map[string]any{"n": int64(1000000)},
+			budgets: []string{"time"}},
+	}
+	for _, b := range bombs {
+		procCreate(t, b.kind, ns, b.name, b.spec)
+	}
+	procAlive(t, op, "after creating the bombs")
+
+	// Right after the bombs, while they render: the good tenant's object.
+	start := time.Now()
+	procCreate(t, procGood, ns, "good", map[string]any{"value": "fine"})
+	cluster.Eventually(t, 30*time.Second, "Good converges beside the bombs", func(ctx context.Context) (bool, error) {
+		return true, procConverged(ctx, procGood.res, ns, "good", "value", "fine")
+	})
+	elapsed := time.Since(start)
+	t.Logf("Good object converged %s after its creation, beside 4 render bombs", elapsed.Round(time.Millisecond))
+	if elapsed > goodWithin {
+		t.Errorf("Good object converged after %s, want under %s: the bombs slowed a well-behaved kind", elapsed.Round(time.Millisecond), goodWithin)
+	}
+	procAlive(t, op, "after the Good object converged")
+
+	for _, b := range bombs {
+		msg := procWaitFailed(t, b.kind.res, ns, b.name, "RenderFailed", b.budgets, 30*time.Second)
+		t.Logf("%s bomb: %s", b.name, msg)
+		// A failed render applies nothing: the bomb's child never exists.
+		if exists(t, configMapGVR, ns, b.name) {
+			t.Errorf("%s bomb: its ConfigMap %s/%s exists, want no child from a failed render", b.name, ns, b.name)
+		}
+	}
+	procAlive(t, op, "after every bomb failed")
+
+	rss, err := op.PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("operator peak RSS after the bombs: %.1f MiB", float64(rss)/(1<<20))
+	if rss >= maxRSS {
+		t.Errorf("operator peak RSS %.1f MiB, want under %d MiB", float64(rss)/(1<<20), maxRSS>>20)
+	}
+
+	// A new generation of the Spin starts a render that runs until its time
+	// budget; SIGTERM lands while it is in flight. The drain must end it
+	// (by its own budget or by canceling it) within the drain timeout.
+	patch(t, procSpin.res, ns, "spin", `{"spec":{"n":1000001}}`)
+	time.Sleep(300 * time.Millisecond)
+	procAlive(t, op, "before SIGTERM")
+	if err := op.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, took, err := op.Wait(drainTimeout)
+	if err != nil {
+		t.Fatalf("SIGTERM with a runaway render in flight: %v", err)
+	}
+	t.Logf("operator exited with code %d %s after SIGTERM (drain timeout %s)", code, took.Round(time.Millisecond), drainTimeout)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	for _, line := range []string{"Shutting down", "Stopped"} {
+		if !strings.Contains(op.Output(), line) {
+			t.Errorf("operator output lacks %q after SIGTERM", line)
+		}
+	}
+	// What the drained render left on the object: informative only, since
+	// a drain may as well cancel the render and report nothing.
+	if o, err := get(t.Context(), procSpin.res, ns, "spin"); err == nil {
+		st, reason, msg, _ := condition(o, "Reconciled")
+		og, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		t.Logf("Spin after the drain: generation %d, observedGeneration %d, Reconciled=%s %s: %s", o.GetGeneration(), og, st, reason, msg)
+	}
+}
+
+// procTemplates is the absolute path of testdata/<dir>: the operator runs
+// in a folder of its own.
+func procTemplates(t *testing.T, dir string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// procStart builds the operator (once per test binary) and runs it on
+// templates with a field manager of its own. The kubeconfig is the control
+// plane's or a proxy's. Reloading is off: these tests change folders only
+// between runs.
+func procStart(t *testing.T, fieldManager, templates, kubeconfig string, extra ...string) *harness.Operator {
+	t.Helper()
+	bin, err := harness.BuildOperator(env.RepoRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"run",
+		"--templates", templates,
+		"--kubeconfig", kubeconfig,
+		"--field-manager", fieldManager,
+		"--state-namespace", "default",
+		"--reload-interval", "0",
+	}, extra...)
+	return harness.StartOperator(t, bin, args...)
+}
+
+// procWaitServing waits until the operator logs that it serves n kinds.
+func procWaitServing(t *testing.T, op *harness.Operator, n int) {
+	t.Helper()
+	cluster.Eventually(t, 60*time.Second, fmt.Sprintf("operator serves %d kinds", n), func(context.Context) (bool, error) {
+		if !op.Alive() {
+			t.Fatalf("operator exited while starting; output:\n%s", op.Output())
+		}
+		if got := strings.Count(op.Output(), "Serving kind"); got < n {
+			return false, fmt.Errorf("serves %d", got)
+		}
+		return true, nil
+	})
+}
+
+// procAlive fails the test when the operator has exited.
+func procAlive(t *testing.T, op *harness.Operator, step string) {
+	t.Helper()
+	if !op.Alive() {
+		t.Fatalf("operator exited %s; output:\n%s", step, op.Output())
+	}
+}
+
+// procStop sends SIGTERM and requires a clean exit.
+func procStop(t *testing.T, op *harness.Operator, timeout time.Duration) time.Duration {
+	t.Helper()
+	if err := op.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, took, err := op.Wait(timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 {
+		t.Fatalf("operator exited with code %d after SIGTERM, want 0", code)
+	}
+	return took
+}
+
+// procCreate creates an object of a safety kind with spec, built as a map
+// so that no template string goes through YAML quoting.
+func procCreate(t *testing.T, k procKind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	res := k.res
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": res.GroupVersion().String(),
+		"kind":       k.kind,
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec":       spec,
+	}}
+	got, err := resource(res, ns).Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s %s/%s: %v", res.Resource, ns, name, err)
+	}
+	return got
+}
+
+// procKind is a test kind of these tests, by resource and kind: named
+// both ways, never one guessed from the other.
+type procKind struct {
+	res  schema.GroupVersionResource
+	kind string
+}
+
+var (
+	procBomb    = procKind{safetyGVR("bombs"), "Bomb"}
+	procSpin    = procKind{safetyGVR("spins"), "Spin"}
+	procGood    = procKind{safetyGVR("goods"), "Good"}
+	procRestart = procKind{safetyGVR("restarts"), "Restart"}
+	procFault   = procKind{safetyGVR("faults"), "Fault"}
+)
+
+// procConverged returns nil when the object's ConfigMap child holds want
+// under key and the object is Reconciled=True at its generation.
+func procConverged(ctx context.Context, res schema.GroupVersionResource, ns, name, key, want string) error {
+	o, err := get(ctx, res, ns, name)
+	if err != nil {
+		return err
+	}
+	og, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+	if st, reason, msg, _ := condition(o, "Reconciled"); st != "True" || og != o.GetGeneration() {
+		return fmt.Errorf("%s %s: generation %d, observedGeneration %d, Reconciled=%s %s: %s", res.Resource, name, o.GetGeneration(), og, st, reason, msg)
+	}
+	cm, err := get(ctx, configMapGVR, ns, name)
+	if err != nil {
+		return fmt.Errorf("%s %s: ConfigMap: %w", res.Resource, name, err)
+	}
+	if got, _, _ := unstructured.NestedString(cm.Object, "data", key); got != want {
+		return fmt.Errorf("%s %s: ConfigMap data.%s is %q, want %q", res.Resource, name, key, got, want)
+	}
+	return nil
+}
+
+// procWaitFailed waits for Reconciled=False with reason and a message that
+// names a render budget ("render budget exceeded: <budget>"), any of them.
+// It returns the message.
+func procWaitFailed(t *testing.T, res schema.GroupVersionResource, ns, name, reason string, budgets []string, timeout time.Duration) string {
+	t.Helper()
+	var last string
+	cluster.Eventually(t, timeout, fmt.Sprintf("%s %s: Reconciled=False %s naming budget %s", res.Resource, name, reason, strings.Join(budgets, " or ")),
+		func(ctx context.Context) (bool, error) {
+			o, err := get(ctx, res, ns, name)
+			if err != nil {
+				return false, err
+			}
+			st, rs, msg, _ := condition(o, "Reconciled")
+			last = msg
+			if st == "False" && rs == reason {
+				for _, b := range budgets {
+					if strings.Contains(msg, "render budget exceeded: "+b) {
+						return true, nil
+					}
+				}
+			}
+			return false, fmt.Errorf("now Reconciled=%s %s: %s", st, rs, msg)
+		})
+	return last
+}
