@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,24 @@ func TestBlank(t *testing.T) {
 	} {
 		if got := blank([]byte(doc)); got != want {
 			t.Errorf("blank(%q) = %v, want %v", doc, got, want)
+		}
+	}
+}
+
+func TestCheckManifest(t *testing.T) {
+	for _, tc := range []struct {
+		obj  map[string]any
+		want string // fragment of the message; "" for none
+	}{
+		{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}}, ""},
+		{map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "a"}}, "apiVersion is required"},
+		{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "a-"}}, "generateName is not supported"},
+		// A List would send the mapper rediscovering every API group.
+		{map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"name": "l"}, "items": []any{}}, "kind List is a list of objects"},
+	} {
+		got := checkManifest(tc.obj)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("checkManifest(%v) = %q, want %q", tc.obj, got, tc.want)
 		}
 	}
 }
