@@ -65,6 +65,7 @@ func (c *kindController) run(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	// A kind whose CRD is not installed yet waits for it; the mapper's
 	// discovery is reset on every miss, so installing the CRD is enough.
+	start := time.Now()
 	mapping := waitForMapping(ctx, c)
 	if mapping == nil {
 		return
@@ -101,6 +102,7 @@ func (c *kindController) run(ctx context.Context) {
 		return
 	}
 	log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", selector)
+	caught := newCatchUp(log, start, informer.GetStore().ListKeys())
 	if c.kind.Spec.AllowClusterScoped {
 		go c.sweep(ctx, mapping, informer)
 	}
@@ -112,7 +114,7 @@ func (c *kindController) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range c.kind.Workers() {
 		wg.Go(func() {
-			for c.processNext(workCtx, queue) {
+			for c.processNext(workCtx, queue, caught) {
 			}
 		})
 	}
@@ -205,7 +207,7 @@ func withoutOwn(ann map[string]string) map[string]string {
 	return out
 }
 
-func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], caught *catchUp) bool {
 	key, quit := q.Get()
 	if quit {
 		return false
@@ -213,6 +215,7 @@ func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateL
 	defer q.Done(key)
 	res, err := c.reconcileKey(ctx, key)
 	c.handle(ctx, q, key, res, err)
+	caught.done(key)
 	return true
 }
 
