@@ -2,8 +2,6 @@ package apply
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -31,9 +29,16 @@ type Cache interface {
 	// not: what a child would overwrite.
 	Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
 	// Children returns the operator's children of gr that carry parentUID.
-	Children(gr schema.GroupResource, parentUID types.UID) []*unstructured.Unstructured
+	Children(gr schema.GroupResource, parentUID types.UID) []Child
 	// List returns every one of the operator's children of gr.
-	List(gr schema.GroupResource) []*unstructured.Unstructured
+	List(gr schema.GroupResource) []Child
+}
+
+// Child is a child as the cache lists it: its metadata and its kind, which
+// is all pruning reads.
+type Child interface {
+	metav1.Object
+	GroupVersionKind() schema.GroupVersionKind
 }
 
 // Key identifies a child. It has no version: the same object served at two
@@ -52,23 +57,15 @@ func (k Key) String() string {
 	return fmt.Sprintf("%s %s/%s", k.GR, k.Namespace, k.Name)
 }
 
-// applied is what the last successful apply of a child wrote.
-type applied struct {
-	hash [sha256.Size]byte
-	uid  types.UID
-	rv   string // the resourceVersion the apply left
-}
-
 // Applier applies children and prunes them. It is shared by all workers of
 // all kinds; the client is passed per call because each kind has its own.
 type Applier struct {
 	cache Cache
 
 	// requeue reconciles the parent of a child again (see OwnEvent).
-	requeue func(child *unstructured.Unstructured)
+	requeue func(child metav1.Object)
 
-	mu   sync.Mutex
-	last map[Key]applied
+	mu sync.Mutex
 	// own is the resourceVersion each child got from our last write, until
 	// its watch event arrives: that event is the echo of our own apply and
 	// must not reconcile the parent again (an endless loop when the
@@ -78,14 +75,14 @@ type Applier struct {
 	// response; held is the last event that arrived meanwhile, which may be
 	// the echo of the apply or someone else's change: the response tells.
 	inFlight map[Key]int
-	held     map[Key]*unstructured.Unstructured
+	held     map[Key]metav1.Object
 }
 
 // NewApplier returns an Applier over cache. requeue is called for a held
 // watch event that turned out not to be the echo of an apply.
-func NewApplier(cache Cache, requeue func(child *unstructured.Unstructured)) *Applier {
-	return &Applier{cache: cache, requeue: requeue, last: map[Key]applied{}, own: map[Key]string{},
-		inFlight: map[Key]int{}, held: map[Key]*unstructured.Unstructured{}}
+func NewApplier(cache Cache, requeue func(child metav1.Object)) *Applier {
+	return &Applier{cache: cache, requeue: requeue, own: map[Key]string{},
+		inFlight: map[Key]int{}, held: map[Key]metav1.Object{}}
 }
 
 // Desired is one child ready to apply, after Prepare.
@@ -98,7 +95,6 @@ type Desired struct {
 	// UpToDate is true when the live child already holds what would be
 	// applied: no write is needed.
 	UpToDate bool
-	hash     [sha256.Size]byte
 }
 
 // Exists reports whether the child exists.
@@ -120,7 +116,7 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 	if err := a.cache.Ensure(ctx, preferred); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", gr, err)
 	}
-	d := &Desired{Key: key, Mapping: m, Object: child, hash: HashOf(child)}
+	d := &Desired{Key: key, Mapping: m, Object: child}
 	// The watch of every object's metadata says whether the name is taken
 	// and by whom; the watch of our own children, which may lag behind it,
 	// only provides the content, and only for the same object.
@@ -133,21 +129,13 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 	}
 	if live, ok := a.cache.Get(gr, key.Namespace, key.Name); ok && live.GetUID() == occ.GetUID() && live.GetDeletionTimestamp() == nil {
 		d.Live = live
-		d.UpToDate = a.unchanged(key, d.hash, live, child)
+		d.UpToDate = unchanged(live, child)
 	}
 	return d, nil
 }
 
-// HashOf identifies the content of a rendered child. Rendered objects are
-// JSON-compatible maps (decoded from JSON), so encoding cannot fail, and
-// encoding/json sorts map keys: equal content, equal hash.
-func HashOf(child *unstructured.Unstructured) [sha256.Size]byte {
-	data, _ := json.Marshal(child.Object)
-	return sha256.Sum256(data)
-}
-
 // Hash identifies the rendered content of d, to compare two renders.
-func (d *Desired) Hash() [sha256.Size]byte { return d.hash }
+func (d *Desired) Hash() string { return d.Object.GetAnnotations()[ownership.AnnotationHash] }
 
 // Outcome is one applied child.
 type Outcome struct {
@@ -183,7 +171,6 @@ func (a *Applier) Apply(ctx context.Context, c *kube.Client, d *Desired) (Outcom
 	held := a.held[d.Key]
 	delete(a.held, d.Key)
 	if err == nil {
-		a.last[d.Key] = applied{hash: d.hash, uid: live.GetUID(), rv: live.GetResourceVersion()}
 		switch {
 		case held != nil && held.GetResourceVersion() == live.GetResourceVersion():
 			held = nil // the echo came first
@@ -202,23 +189,20 @@ func (a *Applier) Apply(ctx context.Context, c *kube.Client, d *Desired) (Outcom
 }
 
 // unchanged reports whether applying desired again would change nothing:
-// this process applied the same content to this very object (same UID)
-// last time, and nobody edited our fields since: the object is as our
-// apply left it, or still holds every rendered value. The cache holds the
-// preferred version of the resource, so that comparison is only made
-// when desired is at that version too; a child rendered at another version
-// is re-applied after any change of the object (a no-op for the server).
-func (a *Applier) unchanged(key Key, sum [sha256.Size]byte, live, desired *unstructured.Unstructured) bool {
-	a.mu.Lock()
-	last, ok := a.last[key]
-	a.mu.Unlock()
-	if !ok || last.hash != sum || live.GetUID() != last.uid {
+// the live child carries the hash of this very content (so it was applied,
+// by this process or an earlier one) and still holds every rendered value
+// (nobody edited our fields since). The cache holds the preferred version
+// of the resource; a child rendered at another version is compared by its
+// hash alone.
+func unchanged(live, desired *unstructured.Unstructured) bool {
+	want := desired.GetAnnotations()[ownership.AnnotationHash]
+	if want == "" || live.GetAnnotations()[ownership.AnnotationHash] != want {
 		return false
 	}
-	if live.GetResourceVersion() == last.rv {
+	if live.GetAPIVersion() != desired.GetAPIVersion() {
 		return true
 	}
-	return live.GetAPIVersion() == desired.GetAPIVersion() && Contains(live.Object, desired.Object)
+	return Contains(live.Object, desired.Object)
 }
 
 // OwnEvent reports whether a watch event of child (at key) must not
@@ -227,7 +211,7 @@ func (a *Applier) unchanged(key Key, sum [sha256.Size]byte, live, desired *unstr
 // will tell (requeueing the parent if it was someone else's change). An
 // expectation is consumed by the event, so the maps hold at most one
 // entry per child in flight.
-func (a *Applier) OwnEvent(key Key, child *unstructured.Unstructured) bool {
+func (a *Applier) OwnEvent(key Key, child metav1.Object) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.inFlight[key] > 0 {
@@ -245,7 +229,6 @@ func (a *Applier) OwnEvent(key Key, child *unstructured.Unstructured) bool {
 // Forget drops what is remembered of a child, when it is deleted.
 func (a *Applier) Forget(key Key) {
 	a.mu.Lock()
-	delete(a.last, key)
 	delete(a.own, key)
 	delete(a.held, key)
 	a.mu.Unlock()

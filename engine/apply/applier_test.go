@@ -30,10 +30,8 @@ func (f *fakeCache) Occupant(gr schema.GroupResource, ns, name string) (metav1.O
 	o, ok := f.all[Key{gr, ns, name}]
 	return o, ok
 }
-func (f *fakeCache) Children(schema.GroupResource, types.UID) []*unstructured.Unstructured {
-	return nil
-}
-func (f *fakeCache) List(schema.GroupResource) []*unstructured.Unstructured { return nil }
+func (f *fakeCache) Children(schema.GroupResource, types.UID) []Child { return nil }
+func (f *fakeCache) List(schema.GroupResource) []Child                { return nil }
 
 func testClient() *kube.Client {
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
@@ -58,12 +56,24 @@ func TestPrepare(t *testing.T) {
 	}
 	mine := map[string]any{ownership.AnnotationParent: "P.e.io/ns/p"}
 	key := Key{GR: schema.GroupResource{Resource: "configmaps"}, Namespace: "ns", Name: "c"}
+	hashed := func(data string) *unstructured.Unstructured {
+		c := child(mine, "u1")
+		c.Object["data"] = map[string]any{"a": data}
+		ann := c.GetAnnotations()
+		ann[ownership.AnnotationHash] = "h1"
+		c.SetAnnotations(ann)
+		return c
+	}
 	cases := []struct {
 		name       string
 		all, ours  *unstructured.Unstructured
+		desired    *unstructured.Unstructured
 		wantErr    bool
 		wantExists bool
+		upToDate   bool
 	}{
+		{name: "applied before, by any process: the hash says so", all: hashed("1"), ours: hashed("1"), desired: hashed("1"), wantExists: true, upToDate: true},
+		{name: "same hash, a rendered field edited since", all: hashed("1"), ours: hashed("edited"), desired: hashed("1"), wantExists: true},
 		{name: "free name", wantExists: false},
 		{name: "someone else's object", all: child(nil, "u1"), wantErr: true},
 		{name: "ours", all: child(mine, "u1"), ours: child(mine, "u1"), wantExists: true},
@@ -86,7 +96,11 @@ func TestPrepare(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := NewApplier(fc, nil)
-			d, err := a.Prepare(t.Context(), c, m, parent, child(mine, ""), "op")
+			desired := tc.desired
+			if desired == nil {
+				desired = child(mine, "")
+			}
+			d, err := a.Prepare(t.Context(), c, m, parent, desired, "op")
 			if tc.wantErr {
 				var ce *ownership.ConflictError
 				if !errors.As(err, &ce) {
@@ -97,7 +111,7 @@ func TestPrepare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Exists() != tc.wantExists || d.UpToDate {
+			if d.Exists() != tc.wantExists || d.UpToDate != tc.upToDate {
 				t.Fatalf("exists %v up to date %v", d.Exists(), d.UpToDate)
 			}
 		})
@@ -114,7 +128,7 @@ func TestOwnEvent(t *testing.T) {
 		return u
 	}
 	var requeued []string
-	a := NewApplier(&fakeCache{}, func(u *unstructured.Unstructured) { requeued = append(requeued, u.GetResourceVersion()) })
+	a := NewApplier(&fakeCache{}, func(u metav1.Object) { requeued = append(requeued, u.GetResourceVersion()) })
 
 	a.own[key] = "7"
 	if !a.OwnEvent(key, at("7")) || a.OwnEvent(key, at("8")) {

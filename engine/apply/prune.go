@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,8 +18,8 @@ import (
 // applied). Each resource's cache is ensured first, so that the answer is
 // complete: pruning from a partial view could only miss deletions, but the
 // deletion guard must count every child.
-func (a *Applier) Owned(ctx context.Context, c *kube.Client, mappings []*meta.RESTMapping, uid types.UID) (map[Key]*unstructured.Unstructured, error) {
-	return a.collect(ctx, c, mappings, func(gr schema.GroupResource) []*unstructured.Unstructured {
+func (a *Applier) Owned(ctx context.Context, c *kube.Client, mappings []*meta.RESTMapping, uid types.UID) (map[Key]Child, error) {
+	return a.collect(ctx, c, mappings, func(gr schema.GroupResource) []Child {
 		return a.cache.Children(gr, uid)
 	})
 }
@@ -28,9 +27,9 @@ func (a *Applier) Owned(ctx context.Context, c *kube.Client, mappings []*meta.RE
 // Unowned returns the operator's children among the resources of mappings
 // that no controller owns: those outside their parent's namespace, which
 // garbage collection will never delete.
-func (a *Applier) Unowned(ctx context.Context, c *kube.Client, mappings []*meta.RESTMapping) (map[Key]*unstructured.Unstructured, error) {
-	return a.collect(ctx, c, mappings, func(gr schema.GroupResource) []*unstructured.Unstructured {
-		var out []*unstructured.Unstructured
+func (a *Applier) Unowned(ctx context.Context, c *kube.Client, mappings []*meta.RESTMapping) (map[Key]Child, error) {
+	return a.collect(ctx, c, mappings, func(gr schema.GroupResource) []Child {
+		var out []Child
 		for _, o := range a.cache.List(gr) {
 			if metav1.GetControllerOfNoCopy(o) == nil {
 				out = append(out, o)
@@ -42,8 +41,8 @@ func (a *Applier) Unowned(ctx context.Context, c *kube.Client, mappings []*meta.
 
 // collect ensures the cache of each resource of mappings and gathers what
 // pick returns from it.
-func (a *Applier) collect(ctx context.Context, c *kube.Client, mappings []*meta.RESTMapping, pick func(schema.GroupResource) []*unstructured.Unstructured) (map[Key]*unstructured.Unstructured, error) {
-	out := map[Key]*unstructured.Unstructured{}
+func (a *Applier) collect(ctx context.Context, c *kube.Client, mappings []*meta.RESTMapping, pick func(schema.GroupResource) []Child) (map[Key]Child, error) {
+	out := map[Key]Child{}
 	for _, m := range mappings {
 		preferred, err := c.Preferred(m)
 		if err != nil {
@@ -63,7 +62,7 @@ func (a *Applier) collect(ctx context.Context, c *kube.Client, mappings []*meta.
 // Delete deletes children, each with a UID precondition so that an object
 // re-created under the same name in the meantime is left alone, and returns
 // the keys it deleted.
-func (a *Applier) Delete(ctx context.Context, c *kube.Client, children map[Key]*unstructured.Unstructured) ([]Key, error) {
+func (a *Applier) Delete(ctx context.Context, c *kube.Client, children map[Key]Child) ([]Key, error) {
 	var deleted []Key
 	var errs []error
 	for key, o := range children {

@@ -17,8 +17,10 @@ import (
 const KindFile = "kind.yaml"
 
 // DefaultWorkers is the number of objects of one kind reconciled at once
-// when kind.yaml does not say.
-const DefaultWorkers = 2
+// when kind.yaml does not say. A reconcile spends most of its time waiting
+// for the API server; ten in flight keep a server busy where two left it
+// idle (docs/benchmarks.md).
+const DefaultWorkers = 10
 
 // Spec is kind.yaml: the kind a folder serves and how.
 type Spec struct {

@@ -84,7 +84,7 @@ func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
 	selector := ownership.ManagedSelector(w.manager)
 	cw := &childWatch{
 		ours: startInformer(w.ctx, w.dyn, m.Resource, ns, selector, cache.Indexers{parentUIDIndex: byParentUID},
-			func(u *unstructured.Unstructured, deleted bool) { w.notify(gr, u, deleted) }),
+			func(c *compactObject, deleted bool) { w.notify(gr, c, deleted) }),
 		all: startMetadataInformer(w.ctx, w.meta, m.Resource, ns,
 			func(p *metav1.PartialObjectMetadata, _ bool) { w.occupied(gr, p) }),
 	}
@@ -106,18 +106,18 @@ func byParentUID(obj any) ([]string, error) {
 // our own apply is dropped: the parent that applied it already holds the
 // result, and re-queuing it is how a template that renders a new value
 // each time would write forever.
-func (w *childWatches) notify(gr schema.GroupResource, u *unstructured.Unstructured, deleted bool) {
-	key := apply.Key{GR: gr, Namespace: u.GetNamespace(), Name: u.GetName()}
+func (w *childWatches) notify(gr schema.GroupResource, c *compactObject, deleted bool) {
+	key := apply.Key{GR: gr, Namespace: c.GetNamespace(), Name: c.GetName()}
 	if deleted {
 		w.applier.Forget(key)
-	} else if w.applier.OwnEvent(key, u) {
+	} else if w.applier.OwnEvent(key, c) {
 		return
 	}
-	w.routeParentOf(u)
+	w.routeParentOf(c)
 }
 
 // routeParentOf enqueues the parent a child names.
-func (w *childWatches) routeParentOf(u *unstructured.Unstructured) {
+func (w *childWatches) routeParentOf(u metav1.Object) {
 	p, err := ownership.ParseParent(u.GetAnnotations()[ownership.AnnotationParent])
 	if err != nil {
 		return // labeled by hand, or by another tool: not ours to map
@@ -166,8 +166,15 @@ func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*un
 	if err != nil || !exists {
 		return nil, false
 	}
-	u, ok := o.(*unstructured.Unstructured)
-	return u, ok
+	c, ok := o.(*compactObject)
+	if !ok {
+		return nil, false
+	}
+	u, err := c.Object()
+	if err != nil {
+		return nil, false
+	}
+	return u, true
 }
 
 // Occupant implements apply.Cache.
@@ -185,7 +192,7 @@ func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string)
 }
 
 // Children implements apply.Cache.
-func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []*unstructured.Unstructured {
+func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []apply.Child {
 	cw := w.informers(gr)
 	if cw == nil {
 		return nil
@@ -194,27 +201,25 @@ func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []
 	if err != nil {
 		return nil
 	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
+	return w.managed(objs)
+}
+
+// managed keeps the objects that carry this operator's managed-by label.
+func (w *childWatches) managed(objs []any) []apply.Child {
+	out := make([]apply.Child, 0, len(objs))
 	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok && u.GetLabels()[ownership.LabelManagedBy] == w.manager {
-			out = append(out, u)
+		if c, ok := o.(*compactObject); ok && c.GetLabels()[ownership.LabelManagedBy] == w.manager {
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
 // List implements apply.Cache.
-func (w *childWatches) List(gr schema.GroupResource) []*unstructured.Unstructured {
+func (w *childWatches) List(gr schema.GroupResource) []apply.Child {
 	cw := w.informers(gr)
 	if cw == nil {
 		return nil
 	}
-	objs := cw.ours.GetIndexer().List()
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok && u.GetLabels()[ownership.LabelManagedBy] == w.manager {
-			out = append(out, u)
-		}
-	}
-	return out
+	return w.managed(cw.ours.GetIndexer().List())
 }

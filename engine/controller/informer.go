@@ -4,7 +4,6 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -18,25 +17,30 @@ import (
 // startInformer runs an informer of gvr in ns (all namespaces when "")
 // filtered by a label selector, until ctx is done. on is called for every
 // real change (not for resyncs), with deleted set on deletions. Objects are
-// cached without their managedFields, which nothing here reads and which
-// are often the largest part of an object.
+// cached compact (compactObject), without their managedFields.
 func startInformer(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, selector string,
-	indexers cache.Indexers, on func(obj *unstructured.Unstructured, deleted bool)) cache.SharedIndexInformer {
+	indexers cache.Indexers, on func(obj *compactObject, deleted bool)) cache.SharedIndexInformer {
+	inf := newInformer(dyn, gvr, ns, selector, indexers)
+	if on != nil {
+		_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
+			if c, ok := obj.(*compactObject); ok {
+				on(c, deleted)
+			}
+		}))
+	}
+	go inf.Run(ctx.Done())
+	return inf
+}
+
+// newInformer is a dynamic informer that caches compact objects.
+func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, selector string, indexers cache.Indexers) cache.SharedIndexInformer {
 	if indexers == nil {
 		indexers = cache.Indexers{}
 	}
 	indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
 	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, indexers,
 		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	_ = inf.SetTransform(dropManagedFields)
-	if on != nil {
-		_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				on(u, deleted)
-			}
-		}))
-	}
-	go inf.Run(ctx.Done())
+	_ = inf.SetTransform(compact)
 	return inf
 }
 
@@ -74,13 +78,6 @@ func handler(on func(obj any, deleted bool)) cache.ResourceEventHandler {
 			on(obj, true)
 		},
 	}
-}
-
-func dropManagedFields(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // ownershipStub keeps of an object's metadata what ownership.Claim reads:

@@ -13,10 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -75,14 +73,13 @@ func (c *kindController) run(ctx context.Context) {
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: c.kind.GVK.GroupKind().String()})
 	selector := c.kind.ObjectSelector()
-	informer := dynamicinformer.NewFilteredDynamicInformer(c.client.Dynamic, mapping.Resource, c.namespace, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	_ = informer.SetTransform(dropManagedFields)
+	informer := newInformer(c.client.Dynamic, mapping.Resource, c.namespace, selector, nil)
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.add(queue, obj) },
 		UpdateFunc: func(old, cur any) {
-			if needsReconcile(old.(*unstructured.Unstructured), cur.(*unstructured.Unstructured)) {
+			o, ok1 := old.(*compactObject)
+			n, ok2 := cur.(*compactObject)
+			if ok1 && ok2 && needsReconcile(o, n) {
 				c.add(queue, cur)
 			}
 		},
@@ -142,7 +139,7 @@ func (c *kindController) sweep(ctx context.Context, m *meta.RESTMapping, informe
 	log := klog.FromContext(ctx)
 	exists := func(ctx context.Context, ns, name string) (types.UID, bool, error) {
 		if o, ok, _ := informer.GetIndexer().GetByKey(cacheKey(ns, name)); ok {
-			return o.(*unstructured.Unstructured).GetUID(), true, nil
+			return o.(*compactObject).GetUID(), true, nil
 		}
 		live, err := c.client.Resource(m, ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -189,7 +186,7 @@ func (c *kindController) add(q workqueue.TypedRateLimitingInterface[string], obj
 // needsReconcile is true for changes the templates can see or that the
 // engine must act on, and false for status-only updates and for the
 // engine's own marks on the parent: its own writes must not reconcile again.
-func needsReconcile(old, cur *unstructured.Unstructured) bool {
+func needsReconcile(old, cur metav1.Object) bool {
 	return old.GetGeneration() != cur.GetGeneration() ||
 		old.GetUID() != cur.GetUID() ||
 		!equality.Semantic.DeepEqual(old.GetLabels(), cur.GetLabels()) ||
@@ -235,7 +232,10 @@ func (c *kindController) reconcileKey(ctx context.Context, key string) (res reco
 	if !exists {
 		return res, nil // deleted: garbage collection takes its children
 	}
-	u := obj.(*unstructured.Unstructured).DeepCopy()
+	u, err := obj.(*compactObject).Object()
+	if err != nil {
+		return res, err
+	}
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", ns, "name", name))
 	return c.reconciler.Reconcile(ctx, u)

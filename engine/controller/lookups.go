@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,7 +33,7 @@ type read struct {
 	selector  labels.Selector
 }
 
-func (r read) matches(o *unstructured.Unstructured) bool {
+func (r read) matches(o metav1.Object) bool {
 	if r.namespace != "" && o.GetNamespace() != r.namespace {
 		return false
 	}
@@ -86,14 +87,14 @@ func (w *lookupWatches) acquire(key lookupKey, user parentRef) cache.SharedIndex
 		gvr := key.gvr
 		li = &lookupInformer{cancel: cancel, users: map[parentRef]bool{},
 			inf: startInformer(ctx, w.dyn, gvr, key.namespace, key.selector, nil,
-				func(u *unstructured.Unstructured, _ bool) { w.changed(gvr, u) })}
+				func(c *compactObject, _ bool) { w.changed(gvr, c) })}
 		w.informers[key] = li
 	}
 	li.users[user] = true
 	return li.inf
 }
 
-func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o *unstructured.Unstructured) {
+func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o metav1.Object) {
 	var hit []parentRef
 	w.mu.Lock()
 	for p, rs := range w.reads[gvr] {
@@ -266,7 +267,11 @@ func (l *parentLookup) Get(apiVersion, kind, namespace, name string) (map[string
 	if err != nil || !ok {
 		return nil, err
 	}
-	return o.(*unstructured.Unstructured).Object, nil
+	u, err := o.(*compactObject).Object()
+	if err != nil {
+		return nil, err
+	}
+	return u.Object, nil
 }
 
 // List implements render.Lookup. Items are sorted by namespace and name, so
@@ -290,11 +295,11 @@ func (l *parentLookup) List(apiVersion, kind, namespace, selector string) ([]map
 	} else {
 		objs = r.inf.GetIndexer().List()
 	}
-	var out []*unstructured.Unstructured
+	var out []*compactObject
 	for _, o := range objs {
-		u := o.(*unstructured.Unstructured)
-		if sel.Matches(labels.Set(u.GetLabels())) {
-			out = append(out, u)
+		c := o.(*compactObject)
+		if sel.Matches(labels.Set(c.GetLabels())) {
+			out = append(out, c)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -304,7 +309,11 @@ func (l *parentLookup) List(apiVersion, kind, namespace, selector string) ([]map
 		return out[i].GetName() < out[j].GetName()
 	})
 	items := make([]map[string]any, len(out))
-	for i, u := range out {
+	for i, c := range out {
+		u, err := c.Object()
+		if err != nil {
+			return nil, err
+		}
 		items[i] = u.Object
 	}
 	return items, nil

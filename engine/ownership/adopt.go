@@ -1,6 +1,9 @@
 package ownership
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,8 +89,20 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 	}
 	ann[AnnotationParent] = ParentOf(parent).String()
 	ann[AnnotationTemplate] = file
+	delete(ann, AnnotationHash)
+	child.SetAnnotations(ann)
+	ann[AnnotationHash] = Hash(child)
 	child.SetAnnotations(ann)
 	return !owned, nil
+}
+
+// Hash is the AnnotationHash value of a child: the SHA-256 of its JSON,
+// 128 bits of it in base64. Rendered objects decode from JSON, so encoding
+// cannot fail, and encoding/json sorts map keys: equal content, equal hash.
+func Hash(child *unstructured.Unstructured) string {
+	data, _ := json.Marshal(child.Object)
+	sum := sha256.Sum256(data)
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
 func setController(parent, child *unstructured.Unstructured) error {

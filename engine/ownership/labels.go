@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,11 @@ const (
 	// AnnotationPrune set to "disabled" on a child (by its template) keeps
 	// it when the templates stop rendering it.
 	AnnotationPrune = "operator.tmplop.io/prune"
+	// AnnotationHash is a hash of everything else the operator applies to
+	// a child. The cluster holds it, so the decision to skip an apply
+	// survives a restart: a child whose hash is the rendered one, and
+	// whose fields still hold their rendered values, needs no write.
+	AnnotationHash = "operator.tmplop.io/hash"
 )
 
 // Parent identifies a parent object.
@@ -73,6 +79,6 @@ func IsChildOf(child, parent *unstructured.Unstructured, manager string) bool {
 }
 
 // PruneDisabled reports whether a live child opted out of pruning.
-func PruneDisabled(child *unstructured.Unstructured) bool {
+func PruneDisabled(child metav1.Object) bool {
 	return child.GetAnnotations()[AnnotationPrune] == "disabled"
 }

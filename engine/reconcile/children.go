@@ -69,9 +69,9 @@ func (r *Reconciler) unstable(ctx context.Context, obj *unstructured.Unstructure
 	if err != nil {
 		return nil, "" // the first render succeeded; let it stand
 	}
-	hashes := map[string][32]byte{}
+	hashes := map[string]string{}
 	for _, c := range again.Children {
-		hashes[childID(c.Object)] = apply.HashOf(c.Object)
+		hashes[childID(c.Object)] = c.Object.GetAnnotations()[ownership.AnnotationHash]
 	}
 	skip := map[int]bool{}
 	var parts []string

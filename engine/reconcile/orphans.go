@@ -31,7 +31,7 @@ import (
 // verifyParent checks, after children outside the namespace were created,
 // that the parent still exists; if not, it deletes them and reports
 // errParentGone.
-func (r *Reconciler) verifyParent(ctx context.Context, obj *unstructured.Unstructured, created map[apply.Key]*unstructured.Unstructured) error {
+func (r *Reconciler) verifyParent(ctx context.Context, obj *unstructured.Unstructured, created map[apply.Key]apply.Child) error {
 	if len(created) == 0 {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (r *Reconciler) Sweep(ctx context.Context, exists func(ctx context.Context,
 		return 0, err
 	}
 	gk := r.Kind.GVK.GroupKind()
-	orphans := map[apply.Key]*unstructured.Unstructured{}
+	orphans := map[apply.Key]apply.Child{}
 	for k, o := range unowned {
 		p, err := ownership.ParseParent(o.GetAnnotations()[ownership.AnnotationParent])
 		if err != nil || p.GroupKind != gk {

@@ -51,7 +51,7 @@ func (r *Reconciler) prune(ctx context.Context, obj *unstructured.Unstructured, 
 	if err != nil {
 		return pruneOutcome{}, err
 	}
-	candidates := map[apply.Key]*unstructured.Unstructured{}
+	candidates := map[apply.Key]apply.Child{}
 	for k, o := range existing {
 		if !keep[k] && o.GetDeletionTimestamp() == nil && !ownership.PruneDisabled(o) {
 			candidates[k] = o
@@ -111,7 +111,7 @@ func (r *Reconciler) pruneScope(ctx context.Context, plan *Plan) ([]*meta.RESTMa
 //
 // total is the number of children the parent has: the rendered ones (just
 // applied, whether or not the caches have seen them yet) and the candidates.
-func (r *Reconciler) guard(obj *unstructured.Unstructured, plan *Plan, existing, candidates map[apply.Key]*unstructured.Unstructured, total int, now time.Time) (pruneOutcome, bool) {
+func (r *Reconciler) guard(obj *unstructured.Unstructured, plan *Plan, existing, candidates map[apply.Key]apply.Child, total int, now time.Time) (pruneOutcome, bool) {
 	reason, why := "", ""
 	for _, f := range plan.EmptyLists {
 		n, gone := 0, 0

@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 
 	children := map[string]map[string]any{}
 	keep := map[apply.Key]bool{}
-	created := map[apply.Key]*unstructured.Unstructured{} // outside the namespace, by this reconcile
+	created := map[apply.Key]apply.Child{} // outside the namespace, by this reconcile
 	for i, d := range desired {
 		keep[d.Key] = true
 		live := d.Live

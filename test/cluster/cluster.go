@@ -52,19 +52,32 @@ func Main(m *testing.M, env **Cluster, setups ...func(*Cluster) (func(), error))
 	return m.Run()
 }
 
+// Options choose the control plane StartWith starts.
+type Options struct {
+	// Minimal starts only etcd and kube-apiserver, with API Priority and
+	// Fairness on as in a real cluster: no controllers, no scheduler, no
+	// Node, so nothing but the caller's clients sends requests (the
+	// benchmark's plane). It is always a new plane of the caller's own,
+	// never the shared one of `make cluster-up`.
+	Minimal bool
+}
+
 // Start returns the control plane of `make cluster-up` when KUBECONFIG points
 // at it, or starts a new one for the calling process on free loopback ports.
-func Start() (*Cluster, error) {
+func Start() (*Cluster, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options; see Options for what each changes.
+func StartWith(opts Options) (*Cluster, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{root: root, Bin: filepath.Join(root, "hack", "cluster", "bin")}
 	shared := filepath.Join(root, "hack", "cluster", ".run", "kubeconfig")
-	if kc := os.Getenv("KUBECONFIG"); kc != "" && samePath(kc, shared) {
+	if kc := os.Getenv("KUBECONFIG"); !opts.Minimal && kc != "" && samePath(kc, shared) {
 		c.Kubeconfig = shared
 	} else {
-		if err := c.up(); err != nil {
+		if err := c.up(opts); err != nil {
 			return nil, err
 		}
 	}
@@ -80,7 +93,7 @@ func Start() (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) up() error {
+func (c *Cluster) up(opts Options) error {
 	dir, err := os.MkdirTemp("", "testcluster-")
 	if err != nil {
 		return err
@@ -98,6 +111,12 @@ func (c *Cluster) up() error {
 		"CLUSTER_ETCD_PEER_PORT="+strconv.Itoa(ports[2]),
 		"CLUSTER_OWNER_PID="+strconv.Itoa(os.Getpid()),
 	)
+	if opts.Minimal {
+		cmd.Env = append(cmd.Env, "CLUSTER_MINIMAL=1")
+	} else {
+		// An inherited CLUSTER_MINIMAL must not make Start's plane minimal.
+		cmd.Env = append(cmd.Env, "CLUSTER_MINIMAL=")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("start control plane (is it built? run 'make cluster-bin'): %w\n%s", err, out)

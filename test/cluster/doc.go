@@ -12,4 +12,8 @@
 // (hack/cluster/.run/kubeconfig), that control plane is used instead and left
 // running. No other cluster is ever used: a KUBECONFIG that points elsewhere
 // is ignored, so tests can never write into a real cluster by accident.
+//
+// StartWith(Options{Minimal: true}) starts a plane of only etcd and
+// kube-apiserver, with API Priority and Fairness on, always a new one: the
+// benchmark (hack/bench) measures a client on it with nothing else running.
 package cluster

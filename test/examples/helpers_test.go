@@ -66,7 +66,7 @@ type example struct {
 
 // loadExamples loads every folder of templates/ with crds/<folder>.yaml and
 // examples/<folder>.yaml, failing the test when one of the three is missing.
-func loadExamples(t *testing.T) []*example {
+func loadExamples(t testing.TB) []*example {
 	t.Helper()
 	entries, err := os.ReadDir(templatesDir)
 	if err != nil {
@@ -85,7 +85,7 @@ func loadExamples(t *testing.T) []*example {
 	return out
 }
 
-func loadExample(t *testing.T, name string) *example {
+func loadExample(t testing.TB, name string) *example {
 	t.Helper()
 	ex := &example{name: name, dir: filepath.Join(templatesDir, name)}
 
@@ -226,7 +226,7 @@ func byKind(objs []map[string]any) map[string]map[string]any {
 // readObjects reads a YAML stream of objects ('---' separated), expanding
 // `kind: List` documents, the form `kubectl get -o yaml` writes; nil when the
 // file does not exist. Numbers decode as the API server's (int64).
-func readObjects(t *testing.T, path string) []map[string]any {
+func readObjects(t testing.TB, path string) []map[string]any {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

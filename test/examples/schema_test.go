@@ -77,7 +77,7 @@ type openAPISchema struct {
 	ListMapKeys          []string                  `json:"x-kubernetes-list-map-keys"`
 }
 
-func readCRD(t *testing.T, path string) *crd {
+func readCRD(t testing.TB, path string) *crd {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

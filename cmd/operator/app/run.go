@@ -48,10 +48,12 @@ func NewRunCommand() *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
 	fl.StringVar(&f.namespace, "namespace", "", "watch only this namespace (default: all)")
 	fl.StringVar(&f.fieldManager, "field-manager", "operator", "server-side apply field manager, also the children's app.kubernetes.io/managed-by label")
-	// client-go's 5/10 starve a controller that applies several children
-	// per object; these match what kube-controller-manager uses per client.
-	fl.Float32Var(&f.qps, "qps", 50, "queries per second to the API server")
-	fl.IntVar(&f.burst, "burst", 100, "burst of queries to the API server")
+	// No client-side rate limit by default: the workers bound how many
+	// requests are in flight (one each), and the API server's Priority and
+	// Fairness is what shares its capacity between clients. A client-side
+	// limit only made the operator slower than the server (docs/benchmarks.md).
+	fl.Float32Var(&f.qps, "qps", -1, "client-side limit of queries per second to the API server (-1: none)")
+	fl.IntVar(&f.burst, "burst", 0, "burst of queries above --qps (with --qps > 0)")
 	fl.DurationVar(&f.reload, "reload-interval", 5*time.Second, "how often to look for added, changed or removed kind folders (0: never)")
 	fl.StringVar(&f.stateNamespace, "state-namespace", "", "namespace of the operator's own records (default: the Pod's namespace in-cluster, else the kubeconfig context's, else default)")
 	fl.DurationVar(&f.budget.Timeout, "render-timeout", render.DefaultTimeout, "wall time of one render; a render that outlives it is abandoned and reported")
