@@ -42,6 +42,7 @@ FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzManifests$$' -fuzztime $(FUZZTIME) ./engine/render
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./engine/catalog
 
 vet:

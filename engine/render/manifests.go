@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/yaml"
 )
 
 // document is one YAML document of a template's output.
@@ -165,10 +163,10 @@ func decodeStatus(out []byte) (map[string]any, error) {
 // yamlLine finds the line number in the YAML library's error messages.
 var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+): (.*)$`)
 
-// decodeYAML decodes a document as the API server returns objects: through
-// JSON, with whole numbers as int64 (sigs.k8s.io/yaml alone gives float64).
+// decodeYAML decodes a document as the API server returns objects (see
+// decodeValue): whole numbers as int64, only JSON's types.
 func decodeYAML(doc document) (any, error) {
-	data, err := yaml.YAMLToJSON(doc.text)
+	v, err := decodeValue(doc.text)
 	if err != nil {
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			// The library counts from the document; the author reads the
@@ -176,10 +174,6 @@ func decodeYAML(doc document) (any, error) {
 			n, _ := strconv.Atoi(m[1])
 			return nil, fmt.Errorf("invalid YAML at line %d of the output: %s", doc.line+n-1, m[2])
 		}
-		return nil, fmt.Errorf("invalid YAML: %v", err)
-	}
-	var v any
-	if err := utiljson.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("invalid YAML: %v", err)
 	}
 	return v, nil
