@@ -51,9 +51,16 @@ vet:
 fmt:
 	gofmt -w cmd engine test
 
-## bench: the benchmarks behind the performance figures
+## bench: the engine's Go micro-benchmarks, then the operator against the
+## limit (a minimal client doing exactly the requests the work needs) on a
+## fresh etcd + kube-apiserver for each of BENCH_N objects (hack/bench); writes
+## docs/benchmarks.md, .json and .png. About half an hour with N=10,000 on
+## 2 cores; needs the control plane's binaries (make cluster-bin).
+## make bench BENCH_N=1000 for a shorter run.
+BENCH_N ?= 1000,10000
 bench: cluster-bin
-	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./...
+	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/...
+	cd hack/bench && env -u KUBECONFIG $(GO) run . -n $(BENCH_N) -out ../../docs
 
 ## demo: local control plane + CRDs + operator on templates/ + examples/
 demo: cluster-bin build

@@ -4,6 +4,10 @@
 # kube-scheduler and kwok with one fake Node on which Pods become Running.
 #
 # Usage: up.sh [RUN_DIR]   (default: hack/cluster/.run)
+# CLUSTER_MINIMAL=1 starts only etcd and kube-apiserver, with API Priority and
+# Fairness enabled as in a real cluster: the plane the benchmark measures on,
+# where nothing but the measured client sends requests. (The full plane turns
+# APF off, so that tests are never queued behind each other.)
 # Ports come from CLUSTER_APISERVER_PORT, CLUSTER_ETCD_PORT and
 # CLUSTER_ETCD_PEER_PORT (defaults below the ephemeral range). The state, the
 # logs, the PID files and an admin kubeconfig are written under RUN_DIR.
@@ -18,8 +22,12 @@ store_port=${CLUSTER_ETCD_PORT:-12379}
 store_peer_port=${CLUSTER_ETCD_PEER_PORT:-12380}
 node=${CLUSTER_NODE_NAME:-kwok-node-0}
 timeout_s=${CLUSTER_START_TIMEOUT:-90}
+minimal=${CLUSTER_MINIMAL:-}
+[ "$minimal" = 0 ] && minimal=
 
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok keygen; do
+needed="etcd kube-apiserver kubectl keygen"
+[ -n "$minimal" ] || needed="$needed kube-controller-manager kube-scheduler kwok"
+for b in $needed; do
   [ -x "$bin/$b" ] || { echo "cluster-up: $bin/$b is missing: run 'make cluster-bin'" >&2; exit 1; }
 done
 
@@ -83,7 +91,7 @@ start kube-apiserver "$bin/kube-apiserver" \
   --endpoint-reconciler-type=none --service-cluster-ip-range=10.96.0.0/16 \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$run/pki/sa.pub" --service-account-signing-key-file="$run/pki/sa.key" \
-  --enable-priority-and-fairness=false --v=1
+  --enable-priority-and-fairness="$([ -n "$minimal" ] && echo true || echo false)" --v=1
 
 # The self-signed serving certificate is written by the API server itself,
 # followed by the CA that signed it: clients trust the CA alone.
@@ -101,6 +109,8 @@ k() { "$bin/kubectl" --kubeconfig="$kc" "$@"; }
 
 wait_for kube-apiserver "/readyz" k get --raw /readyz
 
+# start_nodes: the controllers, the scheduler and kwok with one Ready Node.
+start_nodes() {
 start kube-controller-manager "$bin/kube-controller-manager" \
   --kubeconfig="$kc" --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
   --authentication-skip-lookup=true --bind-address=127.0.0.1 --secure-port=0 \
@@ -140,6 +150,8 @@ wait_for kube-controller-manager "the default service account" k -n default get 
 for c in kube-controller-manager kube-scheduler; do
   kill -0 "$(cat "$run/pids/$c.pid")" 2>/dev/null || fail "$c"
 done
+}
+[ -n "$minimal" ] || start_nodes
 
 # A test that starts its own control plane passes its PID: when that process
 # goes (even killed by a timeout), the control plane goes with it.
@@ -148,9 +160,17 @@ if [ -n "${CLUSTER_OWNER_PID:-}" ]; then
     >"$run/logs/watchdog.log" 2>&1 &
 fi
 
-cat <<MSG
+if [ -n "$minimal" ]; then
+  cat <<MSG
+cluster-up: minimal control plane (etcd + kube-apiserver, APF on) ready at https://127.0.0.1:$api_port
+  export KUBECONFIG=$kc
+  logs: $run/logs   stop: hack/cluster/scripts/down.sh $run
+MSG
+else
+  cat <<MSG
 cluster-up: control plane ready at https://127.0.0.1:$api_port (node $node Ready)
   export KUBECONFIG=$kc
   kubectl get nodes
   logs: $run/logs   stop: make cluster-down
 MSG
+fi

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// limitWorkers is how many objects the limit serves at once.
+const limitWorkers = 10
+
+// limitNamespace holds the limit's BenchApps, opNamespace the operator's.
+const (
+	limitNamespace = "limit"
+	opNamespace    = "op"
+)
+
+// limitProc is the limit running as a child process.
+type limitProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// startLimit re-executes this binary as `bench limit -follow`.
+func (b *bench) startLimit() (*limitProc, time.Time, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
+	}
+	cmd := exec.Command(self, "limit", "-kubeconfig", b.kubeconfig, "-namespace", limitNamespace,
+		"-workers", strconv.Itoa(limitWorkers), "-follow")
+	// Killed with the bench; its errors go to a file beside the operator's output.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := os.Create(filepath.Join(b.dir, "limit.log"))
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
+	}
+	return &limitProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}, started, nil
+}
+
+// report reads the limit's report of its cold pass.
+func (p *limitProc) report() (limitReport, error) {
+	var rep limitReport
+	line, err := p.out.ReadBytes('\n')
+	if err != nil {
+		return rep, fmt.Errorf("read the limit's report (see limit.log): %w", err)
+	}
+	if err := json.Unmarshal(line, &rep); err != nil {
+		return rep, fmt.Errorf("read the limit's report %q: %w", line, err)
+	}
+	return rep, nil
+}
+
+// follow lets the limit start watching for changes.
+func (p *limitProc) follow() error {
+	if _, err := io.WriteString(p.stdin, "follow\n"); err != nil {
+		return fmt.Errorf("tell the limit to follow: %w", err)
+	}
+	return nil
+}
+
+// stop ends the limit, politely first.
+func (p *limitProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// measureLimit creates N BenchApps in the limit's namespace and measures
+// the limit on them: cold, then the changes.
+func (b *bench) measureLimit(ctx context.Context, n int) (*subject, error) {
+	if err := createBenchApps(ctx, b.cs, b.dyn, limitNamespace, n); err != nil {
+		return nil, err
+	}
+	tr, err := startTracker(ctx, b.dyn, limitNamespace)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.stop()
+	tr.goal(-1)
+	mk, err := b.mark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, started, err := b.startLimit()
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	rep, err := p.report()
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, convergeTimeout(n))
+	first, last, err := tr.waitAll(wctx, n)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("cold: %w", err)
+	}
+	s := &subject{ColdSeconds: last.Sub(started).Seconds(), FirstSeconds: first.Sub(started).Seconds(), PeakRSSBytes: rep.PeakRSSBytes}
+	if s.Cold, err = b.since(ctx, mk); err != nil {
+		return s, err
+	}
+	b.logf("limit: cold %.2fs (own count %.2fs), first %.3fs, %d requests, peak RSS %d MiB",
+		s.ColdSeconds, rep.Seconds, s.FirstSeconds, s.Cold.Measured, s.PeakRSSBytes>>20)
+	if err := p.follow(); err != nil {
+		return s, err
+	}
+	// The limit's watch starts from its LIST and first passes over its
+	// own status writes: let it, before timing changes.
+	time.Sleep(followSettle)
+	if s.Edits, err = b.measureEdits(ctx, tr, limitNamespace, n); err != nil {
+		return s, err
+	}
+	if s.Burst, err = b.measureBurst(ctx, tr, limitNamespace, n); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// followSettle is how long the limit gets to open its watch.
+const followSettle = 2 * time.Second
+
+// convergeTimeout bounds a wait for N objects to converge.
+func convergeTimeout(n int) time.Duration {
+	return 5*time.Minute + time.Duration(n)*100*time.Millisecond
+}

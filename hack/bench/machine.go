@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// machine describes where the numbers were measured.
+type machine struct {
+	Cores       int    `json:"cores"`
+	MemoryBytes int64  `json:"memoryBytes"`
+	CPU         string `json:"cpu,omitempty"`
+	Kubernetes  string `json:"kubernetes"`
+	Go          string `json:"go"`
+	Plane       string `json:"plane"`
+}
+
+func describeMachine(kubernetes string) machine {
+	m := machine{
+		Cores:      runtime.NumCPU(),
+		Kubernetes: kubernetes,
+		Go:         runtime.Version(),
+		Plane:      "etcd + kube-apiserver only (no controller-manager, scheduler or node), API Priority and Fairness on",
+	}
+	if kb, err := procField("/proc/meminfo", "MemTotal:"); err == nil {
+		m.MemoryBytes = kb * 1024
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// vmHWM is the peak resident memory of process pid in bytes. The kernel
+// forgets it at exit: read it while the process runs.
+func vmHWM(pid int) (int64, error) {
+	kb, err := procField(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:")
+	if err != nil {
+		return 0, fmt.Errorf("peak RSS of pid %d: %w", pid, err)
+	}
+	return kb * 1024, nil
+}
+
+// procField reads a "Name:   123 kB" line of a /proc file, in kB.
+func procField(path, name string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse %s line %q: %w", path, strings.TrimSpace(line), err)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("no %s line in %s", name, path)
+}
+
+// loadAverage is the 1-minute load average: other work on the machine
+// shows in the figures, and here.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}

@@ -1,0 +1,41 @@
+// Command bench measures the operator against the limit, a minimal client
+// doing exactly the requests the work needs, on the same control plane in
+// the same run, and writes docs/benchmarks.{md,json,png}.
+//
+//	go run . -n 1000,10000 -rest 60s -edits 200 -out ../../docs
+//
+// For each N it starts a fresh control plane of only etcd and kube-apiserver
+// (API Priority and Fairness on), runs the limit (this binary re-executed as
+// `bench limit`) on N BenchApps in namespace limit, then the operator binary
+// with its default flags on N BenchApps in namespace op, and measures both
+// from the outside: a watch for convergence, kube-apiserver's /metrics for
+// requests, /proc for memory. It needs `make cluster-bin`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches: `limit` is the limit client (a child of the bench), anything
+// else the bench itself.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "limit" {
+		return runLimit(ctx, args[1:], stdout)
+	}
+	return runBench(ctx, args, stderr)
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+var (
+	operatorColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	limitColor    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	goalColor     = color.Gray{Y: 0x80}
+)
+
+// writePlot draws two panels against N, operator and limit in each:
+// cold convergence time and peak RSS.
+func writePlot(path string, rep *report) error {
+	conv, err := panel("Cold convergence", "seconds", "goal (1.1× limit)", rep, func(s *subject) (float64, bool) {
+		return s.ColdSeconds, s.Cold != nil
+	}, func(r runResult) (float64, bool) {
+		if r.Limit == nil || r.Limit.Cold == nil {
+			return 0, false
+		}
+		return goalConvergeRatio * r.Limit.ColdSeconds, true
+	})
+	if err != nil {
+		return err
+	}
+	mem, err := panel("Peak RSS", "MiB", "goal", rep, func(s *subject) (float64, bool) {
+		return mib(s.PeakRSSBytes), s.PeakRSSBytes > 0
+	}, func(r runResult) (float64, bool) {
+		g, ok := goalRSS(r.N)
+		return mib(g), ok
+	})
+	if err != nil {
+		return err
+	}
+	img := vgimg.NewWith(vgimg.UseWH(10*vg.Inch, 4*vg.Inch), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	plots := [][]*plot.Plot{{conv, mem}}
+	canvases := plot.Align(plots, tiles, dc)
+	conv.Draw(canvases[0][0])
+	mem.Draw(canvases[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write plot: %w", err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write plot %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// panel plots value(operator) and value(limit) against N, and the goal
+// where there is one.
+func panel(title, unit, goalName string, rep *report, value func(*subject) (float64, bool), goal func(runResult) (float64, bool)) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "objects (N)"
+	p.Y.Label.Text = unit
+	p.Legend.Top, p.Legend.Left = true, true
+	var goals plotter.XYs
+	for _, r := range rep.Runs {
+		if g, ok := goal(r); ok {
+			goals = append(goals, plotter.XY{X: float64(r.N), Y: g})
+		}
+	}
+	if len(goals) > 0 {
+		line, points, err := plotter.NewLinePoints(goals)
+		if err != nil {
+			return nil, fmt.Errorf("plot the goal of %s: %w", title, err)
+		}
+		line.Color, points.Color = goalColor, goalColor
+		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		points.Shape = draw.BoxGlyph{}
+		p.Add(line, points)
+		p.Legend.Add(goalName, line, points)
+	}
+	for _, s := range []struct {
+		name  string
+		pick  func(runResult) *subject
+		color color.Color
+	}{
+		{"operator", func(r runResult) *subject { return r.Operator }, operatorColor},
+		{"limit", func(r runResult) *subject { return r.Limit }, limitColor},
+	} {
+		var pts plotter.XYs
+		for _, r := range rep.Runs {
+			if sub := s.pick(r); sub != nil {
+				if v, ok := value(sub); ok {
+					pts = append(pts, plotter.XY{X: float64(r.N), Y: v})
+				}
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s of the %s: %w", title, s.name, err)
+		}
+		line.Color, points.Color = s.color, s.color
+		points.Shape = draw.CircleGlyph{}
+		points.Radius = vg.Points(3)
+		p.Add(line, points)
+		p.Legend.Add(s.name, line, points)
+	}
+	// From zero, with room above for the legend.
+	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max *= 1.1
+	p.Y.Max *= 1.3
+	return p, nil
+}
