@@ -25,6 +25,9 @@ type Cache interface {
 	// Get returns one of the operator's children (an object carrying its
 	// managed-by label), as last seen.
 	Get(gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool)
+	// Peek is Get without the content: the child's metadata, from the same
+	// watch (the one whose events wake the parent), decoding nothing.
+	Peek(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
 	// Occupant returns the metadata of any object of gr, the operator's or
 	// not: what a child would overwrite.
 	Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
@@ -232,6 +235,17 @@ func (a *Applier) Forget(key Key) {
 	delete(a.own, key)
 	delete(a.held, key)
 	a.mu.Unlock()
+}
+
+// Peek returns the metadata of one of the operator's children as the
+// cache last saw it, without decoding anything.
+func (a *Applier) Peek(key Key) (metav1.Object, bool) {
+	return a.cache.Peek(key.GR, key.Namespace, key.Name)
+}
+
+// Live returns one of the operator's children, decoded from the cache.
+func (a *Applier) Live(key Key) (*unstructured.Unstructured, bool) {
+	return a.cache.Get(key.GR, key.Namespace, key.Name)
 }
 
 // IsConflict reports whether err is a child the parent may not take over.

@@ -26,6 +26,10 @@ func (f *fakeCache) Get(gr schema.GroupResource, ns, name string) (*unstructured
 	o, ok := f.ours[Key{gr, ns, name}]
 	return o, ok
 }
+func (f *fakeCache) Peek(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {
+	o, ok := f.ours[Key{gr, ns, name}]
+	return o, ok
+}
 func (f *fakeCache) Occupant(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {
 	o, ok := f.all[Key{gr, ns, name}]
 	return o, ok

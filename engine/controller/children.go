@@ -177,6 +177,20 @@ func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*un
 	return u, true
 }
 
+// Peek implements apply.Cache.
+func (w *childWatches) Peek(gr schema.GroupResource, namespace, name string) (metav1.Object, bool) {
+	cw := w.informers(gr)
+	if cw == nil {
+		return nil, false
+	}
+	o, exists, err := cw.ours.GetIndexer().GetByKey(cacheKey(namespace, name))
+	if err != nil || !exists {
+		return nil, false
+	}
+	c, ok := o.(*compactObject)
+	return c, ok
+}
+
 // Occupant implements apply.Cache.
 func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool) {
 	cw := w.informers(gr)

@@ -87,6 +87,12 @@ func (c *kindController) run(ctx context.Context) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), key: key})
 			}
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if o, ok := obj.(metav1.Object); ok {
+				c.reconciler.Forget(o.GetUID())
+			}
 		},
 	})
 	c.mu.Lock()

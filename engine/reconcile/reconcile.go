@@ -57,8 +57,10 @@ type Reconciler struct {
 	WaitFor func(key apply.Key, parent ownership.Parent)
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
-	// Stats counts what the reconciler did; nil: not counted.
+	// Stats counts what the reconciler did (required).
 	Stats *Stats
+
+	memo memo
 }
 
 // Result tells the controller when to reconcile the object again.
@@ -72,8 +74,21 @@ type Result struct {
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	r.Stats.add(&r.Stats.Reconciles)
 	if obj.GetDeletionTimestamp() != nil {
+		r.memo.drop(obj.GetUID())
 		return r.finalize(ctx, obj)
 	}
+	if r.memoizable() {
+		switch r.memo.get(obj.GetUID()).check(obj, r.Applier) {
+		case memoSame:
+			r.Stats.add(&r.Stats.Unchanged)
+			return Result{}, nil
+		case memoStatusOnly:
+			if ok, err := r.statusOnly(ctx, obj); ok {
+				return Result{}, err
+			}
+		}
+	}
+	r.memo.drop(obj.GetUID())
 	now := r.now()
 	lookup, err := r.Lookups.For(ctx, obj)
 	if err != nil {
@@ -99,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 	children := map[string]map[string]any{}
 	keep := map[apply.Key]bool{}
 	created := map[apply.Key]apply.Child{} // outside the namespace, by this reconcile
+	lives := make([]*unstructured.Unstructured, len(desired))
 	for i, d := range desired {
 		keep[d.Key] = true
 		live := d.Live
@@ -125,6 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 			children[d.Object.GetKind()] = byName
 		}
 		byName[d.Object.GetName()] = live.Object
+		lives[i] = live
 	}
 
 	if err := r.verifyParent(ctx, obj, created); err != nil {
@@ -165,7 +182,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 	if err := r.writeStatus(ctx, obj, rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry
 	}
+	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
+		len(sres.Nondeterministic) == 0 && unstableMsg == "" && pruned.held == nil && len(created) == 0 {
+		r.remember(obj, desired, lives)
+	}
 	return Result{RequeueAfter: Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue)}, nil
+}
+
+// memoizable reports whether renders of this kind read nothing but their
+// object (no lookups), a condition for remembering them (see memo).
+func (r *Reconciler) memoizable() bool { return len(r.Kind.Spec.Lookups) == 0 }
+
+// remember records what a complete reconcile of obj saw.
+func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured) {
+	e := &memoEntry{parentRV: obj.GetResourceVersion(), children: make([]memoChild, len(desired))}
+	for i, d := range desired {
+		live := lives[i]
+		e.children[i] = memoChild{key: d.Key, kind: d.Object.GetKind(), rv: live.GetResourceVersion(),
+			generation: live.GetGeneration(), hash: live.GetAnnotations()[ownership.AnnotationHash]}
+	}
+	r.memo.put(obj.GetUID(), e)
+}
+
+// statusOnly renders and writes the status of obj when only its children's
+// status changed since its last complete reconcile. It reports false when
+// the caches cannot serve it, and the full reconcile must run.
+func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	e := r.memo.get(obj.GetUID())
+	children := map[string]map[string]any{}
+	lives := make([]*unstructured.Unstructured, len(e.children))
+	desired := make([]*apply.Desired, len(e.children))
+	for i, c := range e.children {
+		live, ok := r.Applier.Live(c.key)
+		if !ok {
+			return false, nil
+		}
+		lives[i] = live
+		desired[i] = &apply.Desired{Key: c.key, Object: live}
+		if children[c.kind] == nil {
+			children[c.kind] = map[string]any{}
+		}
+		children[c.kind][live.GetName()] = live.Object
+	}
+	now := r.now()
+	lookup, err := r.Lookups.For(ctx, obj)
+	if err != nil {
+		return false, nil
+	}
+	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)})
+	if err != nil || sres.RequeueAfter > 0 || len(sres.Nondeterministic) > 0 {
+		return false, nil // the full reconcile reports it, or does not remember
+	}
+	rendered := sres.Status
+	if rendered == nil {
+		rendered = map[string]any{}
+	}
+	if err := r.writeStatus(ctx, obj, rendered, []metav1.Condition{status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())}); err != nil {
+		r.memo.drop(obj.GetUID())
+		return true, err
+	}
+	r.Stats.add(&r.Stats.StatusOnly)
+	r.remember(obj, desired, lives)
+	return true, nil
 }
 
 // parentChanged handles a failed write to the parent's metadata. Its UID

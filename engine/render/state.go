@@ -223,6 +223,7 @@ func toDuration(d any) (time.Duration, error) {
 // once t has passed, so templates can compute expiries without reading the
 // wall clock themselves.
 func (st *renderState) durationUntil(t any) (time.Duration, error) {
+	st.calledNondeterministic("durationUntil")
 	switch x := t.(type) {
 	case time.Time:
 		return x.Sub(st.now), nil

@@ -55,7 +55,8 @@ func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {
 }
 
 // Write applies desired as obj's status unless it is already there. It
-// reports whether it wrote.
+// reports whether it wrote, and sets obj's resourceVersion to the one the
+// write produced.
 func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desired map[string]any) (bool, error) {
 	if Unchanged(obj, desired) {
 		return false, nil
@@ -66,8 +67,14 @@ func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desire
 		"metadata":   map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()},
 		"status":     desired,
 	}}
-	if _, err := w.ApplyStatus(ctx, patch); err != nil {
+	live, err := w.ApplyStatus(ctx, patch)
+	if err != nil {
 		return false, fmt.Errorf("write status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	// The caller learns the resourceVersion its write produced: what the
+	// cache will hold once the write's event arrives.
+	if live != nil {
+		obj.SetResourceVersion(live.GetResourceVersion())
 	}
 	return true, nil
 }

@@ -1,0 +1,96 @@
+package reconcile
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tmplop/operator/engine/apply"
+	"github.com/tmplop/operator/engine/ownership"
+)
+
+// memo remembers, per parent, the resourceVersions its last complete
+// reconcile saw, so that a reconcile woken by an event that changed
+// nothing the templates read renders nothing:
+//
+//   - the parent and every child as they were: nothing to do at all;
+//   - the parent as it was and only the children's status changed (their
+//     generation and hash are the same): the children are as rendered,
+//     only status.yaml runs again.
+//
+// It holds nothing the cluster does not: only resourceVersions, hashes and
+// names of cluster objects, rebuilt by the first reconcile after a restart.
+// Only reconciles whose render read nothing but the parent are remembered:
+// no lookups, no clock, no random values, no requeue, nothing held back.
+type memo struct {
+	mu    sync.Mutex
+	byUID map[types.UID]*memoEntry
+}
+
+type memoEntry struct {
+	parentRV string
+	children []memoChild
+}
+
+type memoChild struct {
+	key        apply.Key
+	kind       string // as .Children keys it
+	rv         string
+	generation int64
+	hash       string
+}
+
+// verdicts of memo.check
+const (
+	memoMiss = iota
+	memoSame
+	memoStatusOnly
+)
+
+func (m *memo) get(uid types.UID) *memoEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byUID[uid]
+}
+
+func (m *memo) put(uid types.UID, e *memoEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byUID == nil {
+		m.byUID = map[types.UID]*memoEntry{}
+	}
+	m.byUID[uid] = e
+}
+
+func (m *memo) drop(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byUID, uid)
+}
+
+// check compares the entry with what the caches hold now.
+func (e *memoEntry) check(obj *unstructured.Unstructured, a *apply.Applier) int {
+	if e == nil || e.parentRV != obj.GetResourceVersion() {
+		return memoMiss
+	}
+	verdict := memoSame
+	for _, c := range e.children {
+		live, ok := a.Peek(c.key)
+		switch {
+		case !ok:
+			return memoMiss
+		case live.GetResourceVersion() == c.rv:
+		case c.generation > 0 && live.GetGeneration() == c.generation && live.GetAnnotations()[ownership.AnnotationHash] == c.hash:
+			// Only the child's status changed: its spec (generation) and
+			// what we applied (hash) did not.
+			verdict = memoStatusOnly
+		default:
+			return memoMiss
+		}
+	}
+	return verdict
+}
+
+// Forget drops what is remembered of a parent, when it is deleted.
+func (r *Reconciler) Forget(uid types.UID) { r.memo.drop(uid) }
