@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -31,10 +32,10 @@ const parentUIDIndex = "parent-uid"
 
 // childWatches is the apply.Cache: for each group and resource the
 // operator applies, two watches at the preferred version, shared by every
-// kind. One holds the operator's own children in full (filtered by its
-// managed-by label on the server); the other holds a stub of every
-// object's metadata, which is what tells an object someone else made from
-// a name that is free.
+// kind, split by the operator's managed-by label on the server. One holds
+// the operator's own children (compact); the other a stub of the metadata
+// of every other object, which is what tells an object someone else made
+// from a name that is free. Split so, each event is received once.
 type childWatches struct {
 	ctx       context.Context
 	dyn       dynamic.Interface
@@ -51,7 +52,7 @@ type childWatches struct {
 }
 
 type childWatch struct {
-	ours, all cache.SharedIndexInformer
+	ours, others cache.SharedIndexInformer
 }
 
 var _ apply.Cache = (*childWatches)(nil)
@@ -59,15 +60,30 @@ var _ apply.Cache = (*childWatches)(nil)
 // Ensure implements apply.Cache.
 func (w *childWatches) Ensure(ctx context.Context, m *meta.RESTMapping) error {
 	cw := w.watch(m)
-	if cw.ours.HasSynced() && cw.all.HasSynced() {
+	if cw.ours.HasSynced() && cw.others.HasSynced() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(ctx.Done(), cw.ours.HasSynced, cw.all.HasSynced) {
+	if !waitSynced(ctx, cw.ours.HasSynced, cw.others.HasSynced) {
 		return fmt.Errorf("watch of %s has not listed its objects: %w", m.Resource.GroupResource(), reconcile.ErrNotReady)
 	}
 	return nil
+}
+
+// waitSynced waits until every informer has listed, at most syncTimeout.
+// It polls every 10 ms: cache.WaitForCacheSync's 100 ms is a tenth of a
+// second added to the first reconcile of every kind.
+func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, s := range synced {
+			if !s() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return err == nil
 }
 
 func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
@@ -85,8 +101,10 @@ func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
 	cw := &childWatch{
 		ours: startInformer(w.ctx, w.dyn, m.Resource, ns, selector, cache.Indexers{parentUIDIndex: byParentUID},
 			func(c *compactObject, deleted bool) { w.notify(gr, c, deleted) }),
-		all: startMetadataInformer(w.ctx, w.meta, m.Resource, ns,
-			func(p *metav1.PartialObjectMetadata, _ bool) { w.occupied(gr, p) }),
+		others: startMetadataInformer(w.ctx, w.meta, m.Resource, ns, ownership.UnmanagedSelector(w.manager),
+			func(p *metav1.PartialObjectMetadata, _ bool) {
+				w.wake(apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name})
+			}),
 	}
 	w.byGR[gr] = cw
 	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", m.Resource.String(), "selector", selector)
@@ -108,6 +126,7 @@ func byParentUID(obj any) ([]string, error) {
 // each time would write forever.
 func (w *childWatches) notify(gr schema.GroupResource, c *compactObject, deleted bool) {
 	key := apply.Key{GR: gr, Namespace: c.GetNamespace(), Name: c.GetName()}
+	w.wake(key)
 	if deleted {
 		w.applier.Forget(key)
 	} else if w.applier.OwnEvent(key, c) {
@@ -125,10 +144,9 @@ func (w *childWatches) routeParentOf(u metav1.Object) {
 	w.route(p)
 }
 
-// occupied wakes the parents waiting for the object at gr/ns/name to go
-// or to consent to adoption.
-func (w *childWatches) occupied(gr schema.GroupResource, p *metav1.PartialObjectMetadata) {
-	key := apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name}
+// wake enqueues the parents waiting for the object at key to go, or to
+// consent to adoption.
+func (w *childWatches) wake(key apply.Key) {
 	w.mu.Lock()
 	parents := w.waiting[key]
 	delete(w.waiting, key)
@@ -193,11 +211,14 @@ func (w *childWatches) Peek(gr schema.GroupResource, namespace, name string) (me
 
 // Occupant implements apply.Cache.
 func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool) {
+	if ours, ok := w.Peek(gr, namespace, name); ok {
+		return ours, true
+	}
 	cw := w.informers(gr)
 	if cw == nil {
 		return nil, false
 	}
-	o, exists, err := cw.all.GetIndexer().GetByKey(cacheKey(namespace, name))
+	o, exists, err := cw.others.GetIndexer().GetByKey(cacheKey(namespace, name))
 	if err != nil || !exists {
 		return nil, false
 	}

@@ -46,9 +46,10 @@ func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, sel
 
 // startMetadataInformer runs a metadata-only informer of gvr in ns whose
 // cache keeps, of each object, only what deciding ownership reads.
-func startMetadataInformer(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, ns string,
+func startMetadataInformer(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, ns, selector string,
 	on func(obj *metav1.PartialObjectMetadata, deleted bool)) cache.SharedIndexInformer {
-	inf := metadatainformer.NewFilteredMetadataInformer(md, gvr, ns, 0, cache.Indexers{}, nil).Informer()
+	inf := metadatainformer.NewFilteredMetadataInformer(md, gvr, ns, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
 	_ = inf.SetTransform(ownershipStub)
 	_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
 		if p, ok := obj.(*metav1.PartialObjectMetadata); ok {

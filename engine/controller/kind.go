@@ -100,7 +100,11 @@ func (c *kindController) run(ctx context.Context) {
 	c.mu.Unlock()
 
 	go informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	for !waitSynced(ctx, informer.HasSynced) {
+		if ctx.Err() == nil {
+			log.Info("The kind's watch has not listed its objects yet; still waiting")
+			continue
+		}
 		queue.ShutDown()
 		return
 	}

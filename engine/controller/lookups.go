@@ -208,9 +208,7 @@ func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured
 		synced = append(synced, r.inf.HasSynced)
 	}
 	if len(synced) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, syncTimeout)
-		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if !waitSynced(ctx, synced...) {
 			return nil, fmt.Errorf("lookup caches have not listed their objects: %w", reconcile.ErrNotReady)
 		}
 	}

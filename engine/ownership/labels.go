@@ -71,6 +71,10 @@ func Selector(manager string, uid types.UID) string {
 // ManagedSelector selects every child managed by manager.
 func ManagedSelector(manager string) string { return LabelManagedBy + "=" + manager }
 
+// UnmanagedSelector selects every object not managed by manager, those
+// without the label included.
+func UnmanagedSelector(manager string) string { return LabelManagedBy + "!=" + manager }
+
 // IsChildOf reports whether child carries parent's identity and manager's
 // label: the only children pruning may ever delete.
 func IsChildOf(child, parent *unstructured.Unstructured, manager string) bool {

@@ -29,6 +29,7 @@ type limitReport struct {
 	Objects      int     `json:"objects"`
 	Seconds      float64 `json:"seconds"`
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
 }
 
 // limitClient is the limit: the requests the work needs and nothing else.
@@ -84,7 +85,11 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("limit: %w", err)
 	}
-	rep := limitReport{Objects: len(list.Items), Seconds: time.Since(start).Seconds(), PeakRSSBytes: peak}
+	cpu, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("limit: %w", err)
+	}
+	rep := limitReport{Objects: len(list.Items), Seconds: time.Since(start).Seconds(), PeakRSSBytes: peak, CPUSeconds: cpu}
 	if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 		return fmt.Errorf("limit: report: %w", err)
 	}

@@ -126,7 +126,8 @@ func (b *bench) measureLimit(ctx context.Context, n int) (*subject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cold: %w", err)
 	}
-	s := &subject{ColdSeconds: last.Sub(started).Seconds(), FirstSeconds: first.Sub(started).Seconds(), PeakRSSBytes: rep.PeakRSSBytes}
+	s := &subject{ColdSeconds: last.Sub(started).Seconds(), FirstSeconds: first.Sub(started).Seconds(), PeakRSSBytes: rep.PeakRSSBytes,
+		ColdCPUSeconds: rep.CPUSeconds}
 	if s.Cold, err = b.since(ctx, mk); err != nil {
 		return s, err
 	}

@@ -49,6 +49,27 @@ func vmHWM(pid int) (int64, error) {
 	return kb * 1024, nil
 }
 
+// cpuSeconds is the user and system CPU time process pid has used, from
+// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("CPU time of pid %d: %w", pid, err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("CPU time of pid %d: short stat %q", pid, s)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("CPU time of pid %d: stat %q", pid, s)
+	}
+	return (utime + stime) / 100, nil
+}
+
 // procField reads a "Name:   123 kB" line of a /proc file, in kB.
 func procField(path, name string) (int64, error) {
 	b, err := os.ReadFile(path)

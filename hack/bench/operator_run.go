@@ -106,6 +106,9 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 		return nil, fail(op, fmt.Errorf("cold: %w", err))
 	}
 	s = &subject{ColdSeconds: last.Sub(started).Seconds(), FirstSeconds: first.Sub(started).Seconds()}
+	if s.ColdCPUSeconds, err = cpuSeconds(op.PID()); err != nil {
+		return s, fail(op, err)
+	}
 	if s.Cold, err = b.since(ctx, mk); err != nil {
 		return s, err
 	}

@@ -147,6 +147,9 @@ func runMarkdown(w func(string, ...any), r runResult, set settings) {
 		w("| restart: start to `Caught up` (s) | | %.2f (log: %.2f) | — | |\n", rs.CaughtUpSeconds, rs.LogSeconds)
 		w("| restart: SIGTERM to exit (s), exit code | | %.3f, %d | — | |\n", rs.StopSeconds, rs.ExitCode)
 	}
+	if op.ColdCPUSeconds > 0 || lim.ColdCPUSeconds > 0 {
+		ratioRow("CPU time of the process, cold (s)", "", op.ColdCPUSeconds, lim.ColdCPUSeconds, true, true, "%.2f")
+	}
 	if op.PeakRSSBytes > 0 || lim.PeakRSSBytes > 0 {
 		goal, ok := goalRSS(r.N)
 		g := ""

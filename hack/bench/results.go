@@ -44,6 +44,10 @@ type subject struct {
 	FirstSeconds float64 `json:"firstSeconds"`
 	Cold         *phase  `json:"cold,omitempty"`
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	// ColdCPUSeconds is the process's CPU time (user and system) from its
+	// start to the last object converged: on a machine that runs the API
+	// server too, every client CPU second is taken from it.
+	ColdCPUSeconds float64 `json:"coldCPUSeconds,omitempty"`
 	// From the operator's "Caught up" log line of the cold start.
 	CaughtUpSeconds float64  `json:"caughtUpSeconds,omitempty"`
 	HeapInuseBytes  int64    `json:"heapInuseBytes,omitempty"`

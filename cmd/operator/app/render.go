@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -165,15 +166,21 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
 	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
+		// Through JSON, so that whole numbers are int64 as the API server
+		// returns them (generation included), not float64.
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
 			return nil, err
 		}
-		if len(u.Object) == 0 {
+		if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
 			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, err
 		}
 		if u.IsList() {
 			l, err := u.ToList()

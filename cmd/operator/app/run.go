@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -32,6 +34,7 @@ type runFlags struct {
 	minRequeue     time.Duration
 	drainTimeout   time.Duration
 	pruneDelay     time.Duration
+	cpuProfile     string
 }
 
 // NewRunCommand runs the operator until SIGINT or SIGTERM.
@@ -63,6 +66,8 @@ func NewRunCommand() *cobra.Command {
 	fl.DurationVar(&f.minRequeue, "min-requeue", controller.DefaultMinRequeue, "shortest requeueAfter honoured")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", controller.DefaultDrainTimeout, "on SIGTERM, how long in-flight reconciles may finish before they are canceled")
 	fl.DurationVar(&f.pruneDelay, "prune-confirm-delay", reconcile.DefaultPruneConfirmDelay, "how long a prune that would delete most of an object's children waits for a second render to agree")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
+	_ = fl.MarkHidden("cpu-profile")
 	return cmd
 }
 
@@ -111,6 +116,16 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		return errors.Join(errs...)
 	}
 	setMemoryLimit(log)
+	if f.cpuProfile != "" {
+		out, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); out.Close() }()
+	}
 	cfg, ownNamespace, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err
