@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzManifests$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZTIME) ./engine/render
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshalYAML$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./engine/catalog
 
 vet:
@@ -59,7 +60,7 @@ fmt:
 ## make bench BENCH_N=1000 for a shorter run.
 BENCH_N ?= 1000,10000
 bench: cluster-bin
-	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/...
+	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/... ./test/examples/
 	cd hack/bench && env -u KUBECONFIG $(GO) run . -n $(BENCH_N) -out ../../docs
 
 ## demo: local control plane + CRDs + operator on templates/ + examples/

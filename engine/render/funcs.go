@@ -59,7 +59,7 @@ var parseFuncs = sync.OnceValues(func() (template.FuncMap, map[string]bool) {
 // toYAML marshals v as Helm does: errors are swallowed (a template cannot
 // handle them) and the trailing newline is trimmed so `| nindent` works.
 func toYAML(v any) string {
-	data, err := yaml.Marshal(v)
+	data, err := marshalYAML(v)
 	if err != nil {
 		return ""
 	}

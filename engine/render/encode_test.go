@@ -1,0 +1,39 @@
+package render
+
+import (
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// compareEncoders checks that marshalYAML writes what sigs.k8s.io/yaml's
+// Marshal (Helm's toYaml) writes, for the value data decodes to.
+func compareEncoders(t *testing.T, data []byte) {
+	t.Helper()
+	v, err := decodeValue(data)
+	if err != nil {
+		return
+	}
+	for _, in := range []any{v, map[string]any{"k": v}, []any{v, 1.5, 2.0, int64(1) << 62, 1e21, 1e-7, -0.0}} {
+		want, werr := yaml.Marshal(in)
+		got, gerr := marshalYAML(in)
+		if (werr == nil) != (gerr == nil) || string(want) != string(got) {
+			t.Fatalf("%#v:\nsigs.k8s.io/yaml %q (%v)\nmarshalYAML      %q (%v)", in, want, werr, got, gerr)
+		}
+	}
+}
+
+func TestMarshalYAMLMatches(t *testing.T) {
+	for _, s := range decodeSeeds {
+		compareEncoders(t, []byte(s))
+	}
+}
+
+// FuzzMarshalYAML: for any decoded document, marshalYAML writes what
+// sigs.k8s.io/yaml writes.
+func FuzzMarshalYAML(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { compareEncoders(t, data) })
+}
