@@ -13,26 +13,43 @@ import (
 // operator has confirmed the state of the cluster. It is logged, with the
 // heap in use, for operators of the operator and for the benchmark.
 type catchUp struct {
-	log     klog.Logger
-	start   time.Time
-	mu      sync.Mutex
-	pending map[string]bool // nil once caught up
+	log   klog.Logger
+	start time.Time
+	mu    sync.Mutex
+	// seen holds the keys reconciled before the watch listed; pending, the
+	// listed keys not reconciled yet. Both nil once caught up.
+	seen    map[string]bool
+	pending map[string]bool
 	total   int
 }
 
-func newCatchUp(log klog.Logger, start time.Time, keys []string) *catchUp {
-	c := &catchUp{log: log, start: start, pending: make(map[string]bool, len(keys)), total: len(keys)}
+func newCatchUp(log klog.Logger, start time.Time) *catchUp {
+	return &catchUp{log: log, start: start, seen: map[string]bool{}}
+}
+
+// listed gives the keys the watch found in its initial list.
+func (c *catchUp) listed(keys []string) {
+	c.mu.Lock()
+	c.pending, c.total = make(map[string]bool, len(keys)), len(keys)
 	for _, k := range keys {
-		c.pending[k] = true
+		if !c.seen[k] {
+			c.pending[k] = true
+		}
 	}
+	c.seen = nil
+	c.mu.Unlock()
 	c.check()
-	return c
 }
 
 // done records that key was reconciled (successfully or not: it was seen).
 func (c *catchUp) done(key string) {
 	c.mu.Lock()
-	if c.pending == nil {
+	switch {
+	case c.seen != nil:
+		c.seen[key] = true
+		c.mu.Unlock()
+		return
+	case c.pending == nil:
 		c.mu.Unlock()
 		return
 	}
@@ -43,7 +60,7 @@ func (c *catchUp) done(key string) {
 
 func (c *catchUp) check() {
 	c.mu.Lock()
-	if c.pending == nil || len(c.pending) > 0 {
+	if c.seen != nil || c.pending == nil || len(c.pending) > 0 {
 		c.mu.Unlock()
 		return
 	}

@@ -100,19 +100,23 @@ func (c *kindController) run(ctx context.Context) {
 	c.mu.Unlock()
 
 	go informer.Run(ctx.Done())
-	for !waitSynced(ctx, informer.HasSynced) {
-		if ctx.Err() == nil {
+	// Workers start with the watch: objects are served as the initial list
+	// streams in, not after the last of ten thousand has arrived. What
+	// needs the whole list waits for it: the catch-up count and the sweep.
+	caught := newCatchUp(log, start)
+	go func() {
+		for !waitSynced(ctx, informer.HasSynced) {
+			if ctx.Err() != nil {
+				return
+			}
 			log.Info("The kind's watch has not listed its objects yet; still waiting")
-			continue
 		}
-		queue.ShutDown()
-		return
-	}
-	log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", selector)
-	caught := newCatchUp(log, start, informer.GetStore().ListKeys())
-	if c.kind.Spec.AllowClusterScoped {
-		go c.sweep(ctx, mapping, informer)
-	}
+		log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", selector)
+		caught.listed(informer.GetStore().ListKeys())
+		if c.kind.Spec.AllowClusterScoped {
+			c.sweep(ctx, mapping, informer)
+		}
+	}()
 
 	// Workers get a context of their own, so that stopping lets in-flight
 	// reconciles finish their writes (drain) instead of cutting them off.

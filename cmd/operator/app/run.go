@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -35,6 +36,7 @@ type runFlags struct {
 	drainTimeout   time.Duration
 	pruneDelay     time.Duration
 	cpuProfile     string
+	memProfile     string
 }
 
 // NewRunCommand runs the operator until SIGINT or SIGTERM.
@@ -68,6 +70,8 @@ func NewRunCommand() *cobra.Command {
 	fl.DurationVar(&f.pruneDelay, "prune-confirm-delay", reconcile.DefaultPruneConfirmDelay, "how long a prune that would delete most of an object's children waits for a second render to agree")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	_ = fl.MarkHidden("cpu-profile")
+	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile to this file on exit")
+	_ = fl.MarkHidden("mem-profile")
 	return cmd
 }
 
@@ -160,5 +164,17 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	log.Info("Shutting down: draining in-flight reconciles", "drainTimeout", f.drainTimeout)
 	mgr.Wait()
 	log.Info("Stopped")
+	defer runtime.KeepAlive(mgr)
+	if f.memProfile != "" {
+		out, err := os.Create(f.memProfile)
+		if err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+		defer out.Close()
+		runtime.GC() // the profile shows the heap as of the last collection
+		if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	return nil
 }
