@@ -120,9 +120,9 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 		return nil, fmt.Errorf("watch %s: %w", gr, err)
 	}
 	d := &Desired{Key: key, Mapping: m, Object: child}
-	// The watch of every object's metadata says whether the name is taken
-	// and by whom; the watch of our own children, which may lag behind it,
-	// only provides the content, and only for the same object.
+	// The watches say whether the name is taken and by whom (ours first,
+	// then every other object's metadata); the content of our own child is
+	// taken only when it is that same object.
 	occ, taken := a.cache.Occupant(gr, key.Namespace, key.Name)
 	if !taken {
 		return d, nil

@@ -23,8 +23,8 @@
 //     one reconcile is recovered and retried, never fatal.
 //   - Watch children: per group and resource, at its preferred version, one
 //     informer of the operator's own children (filtered by the managed-by
-//     label) and one of every object's metadata (what a child would
-//     overwrite); map each child event back to its parent, drop the echo
+//     label) and one of the metadata of every other object (what a child
+//     would overwrite); map each child event back to its parent, drop the echo
 //     of our own applies, and wake the parents waiting for a taken name.
 //   - Serve lookups from informer caches, confined to what kind.yaml
 //     declares and cut to what is read (the parent's namespace, the
