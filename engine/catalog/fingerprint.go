@@ -3,15 +3,19 @@ package catalog
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 )
 
 // Fingerprint hashes the names and contents of a folder's top-level files:
 // it changes exactly when reloading the folder could change what it renders.
-func Fingerprint(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+func Fingerprint(dir string) (string, error) { return FingerprintFS(os.DirFS(dir)) }
+
+// FingerprintFS is Fingerprint of a folder given as a file system (a
+// directory, or a ConfigMap's keys).
+func FingerprintFS(fsys fs.FS) (string, error) {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return "", err
 	}
@@ -21,7 +25,7 @@ func Fingerprint(dir string) (string, error) {
 		if e.IsDir() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		data, err := fs.ReadFile(fsys, e.Name())
 		if err != nil {
 			return "", err
 		}

@@ -3,11 +3,14 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/render"
@@ -48,6 +51,21 @@ type Spec struct {
 	Prune *bool `json:"prune,omitempty"`
 	// Budget overrides the operator's render budgets for this folder.
 	Budget *BudgetSpec `json:"budget,omitempty"`
+	// ServiceAccountName makes every cluster call of this kind (its watch,
+	// applies, prunes, lookups, status writes) impersonate this
+	// ServiceAccount of the operator's namespace, so that the folder can
+	// never do more than the account's RBAC allows.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Children declares child kinds that the templates render but whose
+	// apiVersion or kind is computed, so that `operator rbac` cannot read
+	// them from the templates' text.
+	Children []ChildSpec `json:"children,omitempty"`
+}
+
+// ChildSpec names a kind of child.
+type ChildSpec struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
 }
 
 // BudgetSpec is kind.yaml's budget: what one render of the folder may use.
@@ -74,7 +92,8 @@ type LookupSpec struct {
 type Kind struct {
 	// Name is the folder's name, e.g. "memcached".
 	Name string
-	// Dir is the folder's path.
+	// Dir is the folder's path, or for a folder delivered in a ConfigMap
+	// "configmap/<namespace>/<name>": where it came from.
 	Dir string
 	// GVK is the watched kind.
 	GVK  schema.GroupVersionKind
@@ -125,11 +144,18 @@ func (k *Kind) LookupGVKs() []schema.GroupVersionKind {
 
 // LoadKind loads one kind folder.
 func LoadKind(dir string) (*Kind, error) {
-	fp, err := Fingerprint(dir)
+	return LoadKindFS(filepath.Base(dir), dir, os.DirFS(dir))
+}
+
+// LoadKindFS loads the kind folder held by fsys (a directory, or the keys of
+// a ConfigMap). name is the folder's name; source says where it came from,
+// in errors and logs, and identifies the folder across reloads.
+func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
+	fp, err := FingerprintFS(fsys)
 	if err != nil {
 		return nil, fmt.Errorf("read folder: %w", err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, KindFile))
+	data, err := fs.ReadFile(fsys, KindFile)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", KindFile, err)
 	}
@@ -137,7 +163,7 @@ func LoadKind(dir string) (*Kind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", KindFile, err)
 	}
-	set, err := render.ParseFS(os.DirFS(dir))
+	set, err := render.ParseFS(fsys)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +173,8 @@ func LoadKind(dir string) (*Kind, error) {
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
 	}
 	return &Kind{
-		Name:        filepath.Base(dir),
-		Dir:         dir,
+		Name:        name,
+		Dir:         source,
 		GVK:         schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind),
 		Spec:        *spec,
 		Templates:   set,
@@ -183,6 +209,16 @@ func parseSpec(data []byte) (*Spec, error) {
 			return nil, fmt.Errorf("lookups[%d]: %s is already declared by lookups[%d]", i, gk, j)
 		}
 		seen[gk] = i
+	}
+	for i, c := range s.Children {
+		if err := validAPIVersionKind(c.APIVersion, c.Kind); err != nil {
+			return nil, fmt.Errorf("children[%d]: %w", i, err)
+		}
+	}
+	if n := s.ServiceAccountName; n != "" {
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return nil, fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; "))
+		}
 	}
 	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
 		return nil, errors.New("budget: values must not be negative")
