@@ -1,15 +1,29 @@
-# The operator image: a static binary, the template folders, nothing else.
-FROM golang:1.26 AS build
+# The operator image for those with Docker: the same image as `make image`
+# (hack/image, docs/image.md), a static binary on an empty base, run as a
+# non-root user. No templates: the kind folders come at run time from
+# ConfigMaps or a mounted directory.
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg REVISION=$(git rev-parse HEAD) -t operator:dev .
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd cmd
 COPY engine engine
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/tmplop/operator/cmd/operator/app.version=${VERSION}" -o /operator ./cmd/operator
+ARG TARGETARCH
+RUN CGO_ENABLED=0 GOOS=linux GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w -X github.com/tmplop/operator/cmd/operator/app.version=${VERSION}" -o /operator ./cmd/operator
 
-FROM gcr.io/distroless/static:nonroot
+FROM scratch
+ARG VERSION=dev
+ARG REVISION=
+ARG SOURCE=https://github.com/tmplop/operator
+LABEL org.opencontainers.image.title=operator \
+      org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.source=${SOURCE} \
+      org.opencontainers.image.revision=${REVISION}
 COPY --from=build /operator /operator
-COPY templates /templates
 USER 65532:65532
-ENTRYPOINT ["/operator", "run", "--templates", "/templates"]
+WORKDIR /
+ENTRYPOINT ["/operator", "run"]

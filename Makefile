@@ -15,6 +15,19 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/operator ./cmd/operator
 
+## image: the operator's image without a container engine (docs/image.md): a
+## static bin/operator-linux-$(GOARCH) on an empty base, written as
+## bin/image.tar (docker load, crane push) and bin/oci/ (an OCI layout).
+## make image IMAGE=registry.example/operator:v1 GOARCH=arm64
+.PHONY: image
+image: GOARCH ?= $(shell $(GO) env GOARCH)
+image: IMAGE ?= operator:$(VERSION)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/operator-linux-$(GOARCH) ./cmd/operator
+	cd hack/image && env -u GOOS -u GOARCH $(GO) run . -binary $(CURDIR)/bin/operator-linux-$(GOARCH) -arch $(GOARCH) \
+		-image '$(IMAGE)' -version '$(VERSION)' -revision "$$(git rev-parse HEAD 2>/dev/null)" \
+		-tarball $(CURDIR)/bin/image.tar -layout $(CURDIR)/bin/oci
+
 ## cluster-bin: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 ## kubectl and kwok, rebuilt only when their pinned versions change
 cluster-bin: $(CLUSTER_BIN)/.stamp
@@ -34,6 +47,7 @@ cluster-down:
 test: cluster-bin vet
 	@test -z "$$(gofmt -l cmd engine test)" || { echo "gofmt needed:"; gofmt -l cmd engine test; exit 1; }
 	env -u KUBECONFIG $(GO) test -race -count=1 -timeout 25m ./...
+	cd hack/image && $(GO) test -count=1 ./...
 	$(MAKE) fuzz FUZZTIME=5s
 
 ## fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a long
@@ -62,6 +76,22 @@ BENCH_N ?= 1000,10000
 bench: cluster-bin
 	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/... ./test/examples/
 	cd hack/bench && env -u KUBECONFIG $(GO) run . -n $(BENCH_N) -out ../../docs
+
+## deploy: the operator in the cluster of the current kubeconfig: deploy/
+## (namespace, RBAC, 2 replicas, metrics Service), then the shipped examples'
+## CRDs and kind folders (as ConfigMaps). DEPLOY_IMAGE is the image the
+## Deployment runs (push it first: docs/image.md). undeploy removes them,
+## leaving the CRDs and so every custom resource in place.
+DEPLOY_IMAGE ?= operator:$(VERSION)
+DEPLOY_KUBECTL ?= $(shell command -v kubectl || echo $(KUBECTL))
+.PHONY: deploy undeploy
+deploy:
+	$(DEPLOY_KUBECTL) kustomize deploy | sed 's|image: operator:dev$$|image: $(DEPLOY_IMAGE)|' | $(DEPLOY_KUBECTL) apply --server-side -f -
+	$(DEPLOY_KUBECTL) apply --server-side -f crds/
+	$(DEPLOY_KUBECTL) apply --server-side -k deploy/examples
+undeploy:
+	$(DEPLOY_KUBECTL) delete --ignore-not-found -k deploy/examples
+	$(DEPLOY_KUBECTL) delete --ignore-not-found -k deploy
 
 ## demo: local control plane + CRDs + operator on templates/ + examples/
 demo: cluster-bin build

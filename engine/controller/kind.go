@@ -30,6 +30,7 @@ type kindController struct {
 	client       *kube.Client
 	namespace    string
 	lookups      *lookupWatches
+	leading      <-chan struct{} // closed once this replica may write
 	reconciler   *reconcile.Reconciler
 	stats        *reconcile.Stats
 	minRequeue   time.Duration
@@ -112,6 +113,9 @@ func (c *kindController) run(ctx context.Context) {
 			log.Info("The kind's watch has not listed its objects yet; still waiting")
 		}
 		log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", selector)
+		if !c.lead(ctx) {
+			return
+		}
 		caught.listed(informer.GetStore().ListKeys())
 		if c.kind.Spec.AllowClusterScoped {
 			c.sweep(ctx, mapping, informer)
@@ -125,6 +129,9 @@ func (c *kindController) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range c.kind.Workers() {
 		wg.Go(func() {
+			if !c.lead(ctx) {
+				return
+			}
 			for c.processNext(workCtx, queue, caught) {
 			}
 		})
@@ -141,6 +148,16 @@ func (c *kindController) run(ctx context.Context) {
 	}
 	wg.Wait()
 	log.Info("Stopped kind")
+}
+
+// lead waits until this replica may write; false if ctx ended first.
+func (c *kindController) lead(ctx context.Context) bool {
+	select {
+	case <-c.leading:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // sweepInterval is how often a kind with children outside its objects'
@@ -224,7 +241,9 @@ func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateL
 		return false
 	}
 	defer q.Done(key)
+	start := time.Now()
 	res, err := c.reconcileKey(ctx, key)
+	reconcile.ObserveReconcile(c.kind.GVK.GroupKind(), time.Since(start))
 	c.handle(ctx, q, key, res, err)
 	caught.done(key)
 	return true
@@ -264,10 +283,13 @@ func (c *kindController) handle(ctx context.Context, q workqueue.TypedRateLimiti
 		if res.RequeueAfter > 0 {
 			c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.Requeues })
 			q.AddAfter(key, max(res.RequeueAfter, c.minRequeue))
+		} else {
+			c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.Succeeded })
 		}
 	case errors.As(err, &terminal):
 		// Reported on the object; the next change of the object, of the
 		// templates or of what it waits for reconciles it again.
+		c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.Terminal })
 		q.Forget(key)
 		if terminal.RetryAfter > 0 {
 			q.AddAfter(key, terminal.RetryAfter)

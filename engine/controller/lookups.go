@@ -49,6 +49,10 @@ type lookupKey struct {
 	gvr       schema.GroupVersionResource
 	namespace string
 	selector  string
+	// identity is who reads: a kind that impersonates a ServiceAccount
+	// reads through a cache of its own, so that it sees exactly what the
+	// account may see, never what the operator may.
+	identity string
 }
 
 // lookupInformer is a lookup cache and the parents that read it; it is
@@ -78,7 +82,7 @@ type lookupWatches struct {
 }
 
 // acquire returns the cache of key, started if needed, for user.
-func (w *lookupWatches) acquire(key lookupKey, user parentRef) cache.SharedIndexInformer {
+func (w *lookupWatches) acquire(key lookupKey, user parentRef, client *kube.Client) cache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	li, ok := w.informers[key]
@@ -86,12 +90,20 @@ func (w *lookupWatches) acquire(key lookupKey, user parentRef) cache.SharedIndex
 		ctx, cancel := context.WithCancel(w.ctx)
 		gvr := key.gvr
 		li = &lookupInformer{cancel: cancel, users: map[parentRef]bool{},
-			inf: startInformer(ctx, w.dyn, gvr, key.namespace, key.selector, nil,
+			inf: startInformer(ctx, w.client(client), gvr, key.namespace, key.selector, nil,
 				func(c *compactObject, _ bool) { w.changed(gvr, c) })}
 		w.informers[key] = li
 	}
 	li.users[user] = true
 	return li.inf
+}
+
+// client is the dynamic client a cache of c's identity lists with.
+func (w *lookupWatches) client(c *kube.Client) dynamic.Interface {
+	if c == nil || c.Identity == "" {
+		return w.dyn
+	}
+	return c.Dynamic
 }
 
 func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o metav1.Object) {
@@ -194,7 +206,7 @@ func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured
 		}
 		r := &resolved{spec: spec, mapping: m}
 		l.allowed[gvk.GroupKind()] = r
-		key := lookupKey{gvr: m.Resource, selector: spec.LookupSelector()}
+		key := lookupKey{gvr: m.Resource, selector: spec.LookupSelector(), identity: k.client.Identity}
 		switch {
 		case m.Scope.Name() != meta.RESTScopeNameNamespace:
 		case spec.AllNamespaces:
@@ -204,7 +216,7 @@ func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured
 		default:
 			key.namespace = parent.GetNamespace()
 		}
-		r.inf = k.w.acquire(key, p)
+		r.inf = k.w.acquire(key, p, k.client)
 		synced = append(synced, r.inf.HasSynced)
 	}
 	if len(synced) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,8 +39,9 @@ type Options struct {
 	// Recorder records Events on the objects.
 	Recorder record.EventRecorder
 	// NewClient returns the client a kind's cluster calls go through; nil:
-	// one client from the Manager's config for every kind. It is the seam
-	// for per-kind credentials (impersonating the kind's ServiceAccount).
+	// the Manager's own client, or for a kind.yaml naming a
+	// serviceAccountName, a client impersonating that ServiceAccount of
+	// StateNamespace.
 	NewClient func(k *catalog.Kind) (*kube.Client, error)
 	// Budget is every render's budget, unless kind.yaml overrides it.
 	Budget render.Budget
@@ -51,6 +53,10 @@ type Options struct {
 	// PruneConfirmDelay is how long the deletion guard holds a prune back;
 	// 0: reconcile.DefaultPruneConfirmDelay.
 	PruneConfirmDelay time.Duration
+	// Standby starts the kinds' watches but no reconcile, prune or sweep
+	// until Lead is called: a replica waiting for the leader election has
+	// its caches warm, so that taking over costs no list.
+	Standby bool
 }
 
 // Defaults of Options.
@@ -66,6 +72,7 @@ const (
 // Manager runs kinds and the watches they share.
 type Manager struct {
 	opts      Options
+	cfg       *rest.Config
 	base      *kube.Client
 	applier   *apply.Applier
 	inventory *inventory.Store
@@ -76,7 +83,17 @@ type Manager struct {
 
 	mu    sync.Mutex
 	kinds map[schema.GroupKind]*kindController
+	// stats outlive a kind's restarts, so that its counters only grow (ready.go).
+	stats map[schema.GroupKind]*reconcile.Stats
 	wg    sync.WaitGroup
+	// leading is closed when the Manager may write (see Options.Standby).
+	leading  chan struct{}
+	leadOnce sync.Once
+	// loaded is set once the kind folders were first loaded: until then,
+	// serving no kind does not mean ready.
+	loaded atomic.Bool
+	// syncMu serializes SyncFolders.
+	syncMu sync.Mutex
 	// reported holds the last error logged per broken folder, so that a
 	// folder that stays broken is logged once, not at every reload.
 	reported map[string]string
@@ -119,8 +136,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, base: base, ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
+	m := &Manager{opts: opts, cfg: cfg, base: base, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
 		inventory: inventory.New(cs.CoreV1().ConfigMaps(opts.StateNamespace), name)}
+	if !opts.Standby {
+		m.Lead()
+	}
 	m.children = &childWatches{
 		ctx: ctx, dyn: dyn, meta: md, manager: opts.FieldManager, namespace: opts.Namespace,
 		route: m.routeChild,
@@ -136,6 +156,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	return m, nil
 }
 
+// Lead lets the kinds reconcile: this replica was elected leader.
+func (m *Manager) Lead() { m.leadOnce.Do(func() { close(m.leading) }) }
+
+// Leading reports whether the Manager may write (Lead was called).
+func (m *Manager) Leading() bool {
+	select {
+	case <-m.leading:
+		return true
+	default:
+		return false
+	}
+}
+
 // inventoryName is the inventory ConfigMap's name for a field manager.
 func inventoryName(fieldManager string) (string, error) {
 	name := strings.ToLower(fieldManager) + "-inventory"
@@ -148,22 +181,18 @@ func inventoryName(fieldManager string) (string, error) {
 // Start starts serving kind k; it returns at once. A kind already running
 // under the same group and kind is replaced (its folder changed).
 func (m *Manager) Start(k *catalog.Kind) error {
-	client := m.base
-	if m.opts.NewClient != nil {
-		c, err := m.opts.NewClient(k)
-		if err != nil {
-			return fmt.Errorf("client for kind %s: %w", k.GVK.Kind, err)
-		}
-		client = c
+	client, err := m.clientFor(k)
+	if err != nil {
+		return fmt.Errorf("client for kind %s: %w", k.GVK.Kind, err)
 	}
 	gk := k.GVK.GroupKind()
 	m.Stop(gk)
 	ctx, cancel := context.WithCancel(m.ctx)
 	kc := &kindController{
 		kind: k, client: client, cancel: cancel, done: make(chan struct{}),
-		namespace: m.opts.Namespace, lookups: m.lookups,
+		namespace: m.opts.Namespace, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
-		stats: &reconcile.Stats{},
+		stats: m.statsOf(gk),
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
@@ -180,6 +209,26 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		kc.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("kind", k.GVK.Kind, "folder", k.Name)))
 	}()
 	return nil
+}
+
+// clientFor returns the client every cluster call of kind k goes through.
+func (m *Manager) clientFor(k *catalog.Kind) (*kube.Client, error) {
+	switch {
+	case m.opts.NewClient != nil:
+		return m.opts.NewClient(k)
+	case k.Spec.ServiceAccountName != "":
+		return kube.Impersonating(m.cfg, m.opts.FieldManager,
+			serviceAccountUser(m.opts.StateNamespace, k.Spec.ServiceAccountName))
+	default:
+		return m.base, nil
+	}
+}
+
+// serviceAccountUser is the user name of a ServiceAccount, as the API
+// server authenticates it (k8s.io/apiserver's serviceaccount.MakeUsername,
+// without depending on the API server's module for one line).
+func serviceAccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
 }
 
 // Stop stops serving the kind gk and waits until its workers have finished

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,16 +11,68 @@ import (
 	"github.com/tmplop/operator/engine/catalog"
 )
 
-// Sync makes the served kinds those of the folders under root: new folders
-// start, changed ones restart with their new templates, removed ones stop.
-// A folder that fails to load is reported and skipped; if it was being
-// served, its last good version goes on serving, so that a half-saved edit
-// never stops a running kind.
-func (m *Manager) Sync(ctx context.Context, root string) error {
+// Folders is a source of kind folders: a directory, or the ConfigMaps of
+// the operator's namespace.
+type Folders interface {
+	// Load returns the source's folders as they are now. Folders that fail
+	// are returned as skipped; the error is for the source as a whole.
+	Load() (kinds []*catalog.Kind, skipped []*catalog.FolderError, err error)
+}
+
+// changeNotifier is a source that says when it changed, so that a change
+// is served at once instead of at the next poll.
+type changeNotifier interface {
+	Changed() <-chan struct{}
+}
+
+// loadReporter is a source that tells its users how their folder loaded
+// (an Event on the ConfigMap). err is nil when the kind started.
+type loadReporter interface {
+	Reported(source string, gk schema.GroupKind, err error)
+}
+
+// Dir is a templates directory: one kind folder per sub-directory.
+type Dir string
+
+// Load implements Folders.
+func (d Dir) Load() ([]*catalog.Kind, []*catalog.FolderError, error) { return catalog.Load(string(d)) }
+
+// Sync makes the served kinds those of the folders under root.
+func (m *Manager) Sync(ctx context.Context, root string) error { return m.SyncFolders(ctx, Dir(root)) }
+
+// SyncFolders makes the served kinds those of the sources' folders: new
+// folders start, changed ones restart with their new templates, removed
+// ones stop. A folder that fails to load is reported and skipped; if it was
+// being served, its last good version goes on serving, so that a half-saved
+// edit never stops a running kind. A kind served by two folders is served
+// by the first source's.
+func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
 	log := klog.FromContext(ctx)
-	kinds, skipped, err := catalog.Load(root)
-	if err != nil {
-		return err
+	var kinds []*catalog.Kind
+	var skipped []*catalog.FolderError
+	from := map[string]Folders{}
+	seen := map[schema.GroupKind]string{}
+	for _, src := range sources {
+		ks, sk, err := src.Load()
+		if err != nil {
+			return err
+		}
+		for _, s := range sk {
+			from[s.Dir] = src
+		}
+		skipped = append(skipped, sk...)
+		for _, k := range ks {
+			from[k.Dir] = src
+			gk := k.GVK.GroupKind()
+			if other, dup := seen[gk]; dup {
+				skipped = append(skipped, &catalog.FolderError{Dir: k.Dir, Err: fmt.Errorf("kind %s is already served by %s", gk, other)})
+				continue
+			}
+			seen[gk] = k.Dir
+			kinds = append(kinds, k)
+		}
 	}
 	m.mu.Lock()
 	running := map[schema.GroupKind]string{}
@@ -30,16 +83,21 @@ func (m *Manager) Sync(ctx context.Context, root string) error {
 	}
 	m.mu.Unlock()
 
-	for _, s := range skipped {
-		if m.reported[s.Dir] != s.Error() {
-			log.Error(s.Err, "Kind folder skipped", "folder", s.Dir)
-			m.reported[s.Dir] = s.Error()
+	report := func(dir string, gk schema.GroupKind, err error) {
+		if r, ok := from[dir].(loadReporter); ok && m.Leading() {
+			r.Reported(dir, gk, err)
 		}
 	}
 	keep := map[schema.GroupKind]bool{}
 	for _, s := range skipped {
-		if gk, ok := byDir[s.Dir]; ok {
+		gk, served := byDir[s.Dir]
+		if served {
 			keep[gk] = true
+		}
+		if m.reported[s.Dir] != s.Error() {
+			log.Error(s.Err, "Kind folder skipped", "folder", s.Dir, "lastGoodVersionServed", served)
+			m.reported[s.Dir] = s.Error()
+			report(s.Dir, gk, s.Err)
 		}
 	}
 	for _, k := range kinds {
@@ -51,10 +109,14 @@ func (m *Manager) Sync(ctx context.Context, root string) error {
 		}
 		if _, ok := running[gk]; ok {
 			log.Info("Kind folder changed: restarting the kind", "folder", k.Dir, "kind", gk.String())
+		} else {
+			log.Info("Kind folder loaded: starting the kind", "folder", k.Dir, "kind", gk.String())
 		}
-		if err := m.Start(k); err != nil {
+		err := m.Start(k)
+		if err != nil {
 			log.Error(err, "Kind not started", "folder", k.Dir)
 		}
+		report(k.Dir, gk, err)
 	}
 	for gk := range running {
 		if !keep[gk] {
@@ -62,21 +124,55 @@ func (m *Manager) Sync(ctx context.Context, root string) error {
 			m.Stop(gk)
 		}
 	}
+	m.loaded.Store(true)
 	return nil
 }
 
-// Watch calls Sync every interval until ctx is done.
-func (m *Manager) Watch(ctx context.Context, root string, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// changeDelay gathers the events of one change (a kubectl apply of several
+// ConfigMaps, a file saved in steps) into one sync.
+const changeDelay = 200 * time.Millisecond
+
+// Watch syncs the sources every interval (0: never), and at once when a
+// source says it changed, until ctx is done.
+func (m *Manager) Watch(ctx context.Context, interval time.Duration, sources ...Folders) {
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	changed := make(chan struct{}, 1)
+	for _, src := range sources {
+		if n, ok := src.(changeNotifier); ok {
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-n.Changed():
+						select {
+						case changed <- struct{}{}:
+						default:
+						}
+					}
+				}
+			}()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			if err := m.Sync(ctx, root); err != nil {
-				klog.FromContext(ctx).Error(err, "Reloading the templates directory failed")
+		case <-tick:
+		case <-changed:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(changeDelay):
 			}
+		}
+		if err := m.SyncFolders(ctx, sources...); err != nil {
+			klog.FromContext(ctx).Error(err, "Reloading the kind folders failed")
 		}
 	}
 }

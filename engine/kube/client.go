@@ -26,6 +26,9 @@ type Client struct {
 	Mapper  meta.ResettableRESTMapper
 	// FieldManager is the server-side apply field manager of every write.
 	FieldManager string
+	// Identity is the user the client impersonates ("" for the operator's
+	// own): caches are never shared between identities.
+	Identity string
 
 	// lastReset is when the mapper's discovery was last reset (unix nanos).
 	lastReset atomic.Int64
@@ -49,6 +52,19 @@ func New(cfg *rest.Config, fieldManager string) (*Client, error) {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return &Client{Dynamic: dyn, Mapper: mapper, FieldManager: fieldManager}, nil
+}
+
+// Impersonating returns a Client whose every call impersonates user, with
+// its own discovery: what the user may not see, it does not see either.
+func Impersonating(cfg *rest.Config, fieldManager, user string) (*Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cl, err := New(c, fieldManager)
+	if err != nil {
+		return nil, err
+	}
+	cl.Identity = user
+	return cl, nil
 }
 
 // Mapping returns the resource and scope of gvk. A miss resets the cached

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
@@ -39,6 +40,11 @@ const timeRetry = time.Minute
 // conflictRetry is when a parent that found its child taken looks again,
 // if no change of the occupant woke it before.
 const conflictRetry = 5 * time.Minute
+
+// forbiddenRetry is when a kind whose account was refused a request tries
+// again: no event tells that an administrator granted the missing rights,
+// and growing backoff would leave the fix unseen for a quarter of an hour.
+const forbiddenRetry = time.Minute
 
 // stageError names the step of the reconcile that failed, for the reason.
 type stageError struct {
@@ -82,6 +88,11 @@ func classify(err error) (reason string, terminal bool, retryAfter time.Duration
 	if _, ok := errors.AsType[*render.LookupError](err); ok || errors.Is(err, ErrNotReady) {
 		return status.ReasonLookupFailed, false, 0
 	}
+	if apierrors.IsForbidden(err) {
+		// RBAC (the operator's, or the ServiceAccount's that the kind
+		// impersonates) refused it: the message names the verb and resource.
+		return reason, true, forbiddenRetry
+	}
 	if IsPlanError(err) {
 		return status.ReasonRenderFailed, true, 0
 	}
@@ -100,6 +111,7 @@ func (r *Reconciler) fail(ctx context.Context, obj *unstructured.Unstructured, e
 	}
 	reason, terminal, retryAfter := classify(err)
 	r.Stats.add(&r.Stats.Failures)
+	observeFailure(r.Kind.GVK.GroupKind(), reason)
 	msg := err.Error()
 	if re, ok := errors.AsType[*render.Error](err); ok && re.Template != "" && !containsPrefix(msg, re.Template) {
 		msg = re.Error()

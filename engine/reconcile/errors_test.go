@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -48,6 +49,7 @@ func TestClassify(t *testing.T) {
 		{"ownership conflict", fmt.Errorf("deployment.yaml: %w", &ownership.ConflictError{Reason: "exists"}), status.ReasonOwnershipConflict, true, conflictRetry},
 		{"child kind not served", fmt.Errorf("a.yaml: %w", noMatch), status.ReasonApplyFailed, false, 0},
 		{"API error on apply", errors.New("connection refused"), status.ReasonApplyFailed, false, 0},
+		{"apply forbidden by RBAC", fmt.Errorf("deployment.yaml: %w", apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "d", errors.New(`User "system:serviceaccount:op:k" cannot patch resource "deployments"`))), status.ReasonApplyFailed, true, forbiddenRetry},
 		{"status write", failed(status.ReasonStatusFailed, errors.New("conflict")), status.ReasonStatusFailed, false, 0},
 	}
 	for _, tc := range cases {

@@ -95,7 +95,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return Result{}, r.fail(ctx, obj, failed(status.ReasonLookupFailed, err))
 	}
 	in := render.Input{Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)}
+	rendering := time.Now()
 	plan, err := MakePlan(ctx, r.Kind, obj, in, r.Client.Namespaced, r.Manager)
+	observeRender(r.Kind.GVK.GroupKind(), RenderChildren, rendering)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, err)
 	}
@@ -160,7 +162,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return Result{}, r.parentChanged(ctx, obj, err)
 	}
 
+	rendering = time.Now()
 	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now, Budget: in.Budget})
+	observeRender(r.Kind.GVK.GroupKind(), RenderStatus, rendering)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
 	}
@@ -229,7 +233,9 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 	if err != nil {
 		return false, nil
 	}
+	rendering := time.Now()
 	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)})
+	observeRender(r.Kind.GVK.GroupKind(), RenderStatus, rendering)
 	if err != nil || sres.RequeueAfter > 0 || len(sres.Nondeterministic) > 0 {
 		return false, nil // the full reconcile reports it, or does not remember
 	}

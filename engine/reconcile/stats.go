@@ -23,6 +23,11 @@ type Stats struct {
 	Requeues      atomic.Int64 // timed requeues asked by templates (requeueAfter)
 	RateLimited   atomic.Int64 // retries after a failure
 	PanicsHandled atomic.Int64
+	// Succeeded and Terminal complete the controller's results with
+	// Requeues and RateLimited: keys handled with no error and no requeue,
+	// and failures not retried with backoff (TerminalError).
+	Succeeded atomic.Int64
+	Terminal  atomic.Int64
 }
 
 func (s *Stats) add(c *atomic.Int64) {

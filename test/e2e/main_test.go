@@ -24,6 +24,7 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
+	"github.com/tmplop/operator/engine/metrics"
 	"github.com/tmplop/operator/test/cluster"
 )
 
@@ -42,6 +43,9 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env, setup)) }
 // resources only every 30s, so the earlier the better) and starts the
 // engine on templates/ for the whole package.
 func setup(c *cluster.Cluster) (func(), error) {
+	// A queue reports to the workqueue metrics installed when it is
+	// created: install them before any kind starts, as `operator run` does.
+	metrics.Install()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	dyn = dynamic.NewForConfigOrDie(c.Config)
 	cs = kubernetes.NewForConfigOrDie(c.Config)

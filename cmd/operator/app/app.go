@@ -44,6 +44,6 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	klog.InitFlags(fs)
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("v"))
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("vmodule"))
-	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out))
+	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out), NewRBACCommand())
 	return cmd
 }

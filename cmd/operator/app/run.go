@@ -7,11 +7,14 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -37,6 +40,9 @@ type runFlags struct {
 	pruneDelay     time.Duration
 	cpuProfile     string
 	memProfile     string
+	configMaps     string
+	leader         leaderFlags
+	serve          serveFlags
 }
 
 // NewRunCommand runs the operator until SIGINT or SIGTERM.
@@ -49,7 +55,8 @@ func NewRunCommand() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return run(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind")
+	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind (not read when only --configmap-selector is given)")
+	fl.StringVar(&f.configMaps, "configmap-selector", "", "label selector of the ConfigMaps in the operator's namespace (--state-namespace) that each hold one kind folder, files as keys; watched, so that applying or deleting one starts, changes or stops its kind")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
 	fl.StringVar(&f.namespace, "namespace", "", "watch only this namespace (default: all)")
 	fl.StringVar(&f.fieldManager, "field-manager", "operator", "server-side apply field manager, also the children's app.kubernetes.io/managed-by label")
@@ -72,6 +79,8 @@ func NewRunCommand() *cobra.Command {
 	_ = fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile to this file on exit")
 	_ = fl.MarkHidden("mem-profile")
+	addLeaderFlags(fl, &f.leader)
+	addServeFlags(fl, &f.serve)
 	return cmd
 }
 
@@ -108,16 +117,21 @@ func setMemoryLimit(log klog.Logger) {
 func run(cmd *cobra.Command, f *runFlags) error {
 	ctx := klog.NewContext(cmd.Context(), klog.Background())
 	log := klog.FromContext(ctx)
-	kinds, skipped, err := catalog.Load(f.templates)
-	if err != nil {
-		return err
-	}
-	if len(kinds) == 0 {
-		errs := []error{fmt.Errorf("no valid kind folder in %s", f.templates)}
-		for _, s := range skipped {
-			errs = append(errs, s)
+	// A templates directory is read when it is asked for, or when it is
+	// the only source; ConfigMaps alone is the in-cluster way.
+	useDir := f.configMaps == "" || cmd.Flags().Changed("templates")
+	if useDir {
+		kinds, skipped, err := catalog.Load(f.templates)
+		if err != nil {
+			return err
 		}
-		return errors.Join(errs...)
+		if len(kinds) == 0 && f.configMaps == "" {
+			errs := []error{fmt.Errorf("no valid kind folder in %s", f.templates)}
+			for _, s := range skipped {
+				errs = append(errs, s)
+			}
+			return errors.Join(errs...)
+		}
 	}
 	setMemoryLimit(log)
 	if f.cpuProfile != "" {
@@ -148,17 +162,61 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	mgr, err := controller.NewManager(ctx, cfg, controller.Options{
 		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
 		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
+		Standby: f.leader.enabled,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("Starting", "templates", f.templates, "host", cfg.Host, "namespace", f.namespace, "fieldManager", f.fieldManager,
-		"stateNamespace", f.stateNamespace, "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
-	if err := mgr.Sync(ctx, f.templates); err != nil {
+	stopServing, err := startServing(ctx, f.serve, mgr)
+	if err != nil {
 		return err
 	}
-	if f.reload > 0 {
-		go mgr.Watch(ctx, f.templates, f.reload)
+	defer stopServing()
+	var sources []controller.Folders
+	if useDir {
+		sources = append(sources, controller.Dir(f.templates))
+	}
+	if f.configMaps != "" {
+		if _, err := labels.Parse(f.configMaps); err != nil {
+			return fmt.Errorf("--configmap-selector: %w", err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		cms := controller.NewConfigMapFolders(cs, f.stateNamespace, f.configMaps, recorder)
+		if err := cms.Start(ctx); err != nil {
+			return fmt.Errorf("watch the kind folders' ConfigMaps in %s: %w", f.stateNamespace, err)
+		}
+		sources = append(sources, cms)
+	}
+	log.Info("Starting", "templates", templatesShown(useDir, f.templates), "configMapSelector", f.configMaps, "host", cfg.Host,
+		"namespace", f.namespace, "fieldManager", f.fieldManager, "stateNamespace", f.stateNamespace,
+		"leaderElection", f.leader.enabled, "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
+	if err := mgr.SyncFolders(ctx, sources...); err != nil {
+		return err
+	}
+	go mgr.Watch(ctx, f.reload, sources...)
+	if f.leader.enabled {
+		if f.leader.id == "" {
+			f.leader.id = strings.ToLower(f.fieldManager) + "-leader"
+		}
+		if f.leader.namespace == "" {
+			f.leader.namespace = f.stateNamespace
+		}
+		e, err := startElection(ctx, cfg, f.leader, mgr.Lead, func() {
+			// Another replica may be writing already: every write of
+			// this one must end now, drained or not, as Kubernetes' own
+			// controllers do.
+			log.Error(nil, "Leader election lost: exiting")
+			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+		})
+		if err != nil {
+			return err
+		}
+		// Released after the drain below: the next leader starts as soon
+		// as this one has stopped writing, not a lease duration later.
+		defer e.stop()
 	}
 	<-ctx.Done()
 	log.Info("Shutting down: draining in-flight reconciles", "drainTimeout", f.drainTimeout)
@@ -177,4 +235,11 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		}
 	}
 	return nil
+}
+
+func templatesShown(useDir bool, dir string) string {
+	if !useDir {
+		return ""
+	}
+	return dir
 }

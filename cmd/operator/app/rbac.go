@@ -1,0 +1,73 @@
+package app
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tmplop/operator/engine/rbac"
+)
+
+type rbacFlags struct {
+	templates      string
+	crds           []string
+	namespace      string
+	serviceAccount string
+	name           string
+	output         string
+}
+
+// defaultCRDs is read by --crds when it is not given and it exists.
+const defaultCRDs = "crds"
+
+// NewRBACCommand prints the least-privilege RBAC of a templates directory.
+func NewRBACCommand() *cobra.Command {
+	f := &rbacFlags{}
+	cmd := &cobra.Command{
+		Use:   "rbac --templates DIR",
+		Short: "Print the least-privilege RBAC that serving exactly these kind folders takes",
+		Long: `rbac reads the kind folders of --templates without a cluster and prints the ClusterRoles,
+Roles, bindings and ServiceAccounts the operator needs to serve exactly them: the watched kinds,
+their status and finalizers, every kind a child template can render (read from the templates'
+text), the lookups, and the operator's own records. Kinds with serviceAccountName get a role of
+their own, and the operator only the right to impersonate them. See docs/rbac.md.
+
+Resources of custom kinds are read from the CRDs of --crds; of built-in kinds, from client-go's
+scheme. The output is deterministic: regenerate it whenever the folders change.`,
+		Example: "  operator rbac --templates templates --crds crds > deploy/rbac.yaml",
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runRBAC(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.templates, "templates", "", "directory holding one folder per kind, or one kind folder (required)")
+	fl.StringArrayVar(&f.crds, "crds", nil, "directory of CustomResourceDefinition files, for the resources of custom kinds (repeatable; default: "+defaultCRDs+" if it exists)")
+	fl.StringVar(&f.namespace, "namespace", rbac.DefaultNamespace, "the operator's namespace")
+	fl.StringVar(&f.serviceAccount, "service-account", rbac.DefaultServiceAccount, "the operator's ServiceAccount")
+	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
+	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")
+	_ = cmd.MarkFlagRequired("templates")
+	return cmd
+}
+
+func runRBAC(cmd *cobra.Command, f *rbacFlags) error {
+	if f.output != "yaml" {
+		return fmt.Errorf("--output %q: only yaml is supported", f.output)
+	}
+	crds := f.crds
+	if !cmd.Flags().Changed("crds") {
+		if info, err := os.Stat(defaultCRDs); err == nil && info.IsDir() {
+			crds = []string{defaultCRDs}
+		}
+	}
+	errOut := cmd.ErrOrStderr()
+	out, err := rbac.Generate(rbac.Options{
+		Templates: f.templates, CRDs: crds, Namespace: f.namespace, ServiceAccount: f.serviceAccount, Name: f.name,
+		Warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
+	})
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
+}

@@ -1,0 +1,23 @@
+// Package metrics serves the operator's Prometheus metrics and its health
+// probes.
+//
+// # Responsibilities
+//
+//   - Build a registry of the operator's own (never the global default
+//     registry): Go and process collectors; per-kind counters read from
+//     each kind's reconcile.Stats at scrape time (no cost on the workers'
+//     path); reconcile and render durations and failures by reason, which
+//     Stats cannot hold, through reconcile.Observer; client-go's workqueue
+//     metrics (workqueue.MetricsProvider) and REST client metrics.
+//   - Label every per-kind series with the kind's GroupKind string and
+//     nothing unbounded: never an object's name or namespace.
+//   - Serve /metrics, and /healthz and /readyz (503 with what is not synced
+//     until every kind has listed its objects), and shut down with the run.
+//
+// Metric names mirror controller-runtime's (controller_runtime_reconcile_total
+// becomes operator_reconcile_total, ...); docs/metrics.md lists them all.
+//
+// client-go's hooks are process-wide and take only their first setting:
+// Install (which NewRegistry calls) must run before the Manager creates
+// the queues it should count, that is before it starts any kind.
+package metrics

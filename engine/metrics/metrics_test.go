@@ -1,0 +1,367 @@
+package metrics
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/tmplop/operator/engine/reconcile"
+)
+
+var (
+	memcached = schema.GroupKind{Group: "cache.example.com", Kind: "Memcached"}
+	appsvc    = schema.GroupKind{Group: "app.example.com", Kind: "AppService"}
+	gone      = schema.GroupKind{Group: "e2e.tmplop.io", Kind: "Gone"}
+)
+
+// fakeSource serves fixed Stats; a kind listed without Stats is one
+// stopped between Kinds and Stats.
+type fakeSource map[schema.GroupKind]*reconcile.Stats
+
+func (f fakeSource) Kinds() []schema.GroupKind {
+	out := make([]schema.GroupKind, 0, len(f))
+	for gk := range f {
+		out = append(out, gk)
+	}
+	return out
+}
+
+func (f fakeSource) Stats(gk schema.GroupKind) *reconcile.Stats { return f[gk] }
+
+func stats(set func(s *reconcile.Stats)) *reconcile.Stats {
+	s := &reconcile.Stats{}
+	set(s)
+	return s
+}
+
+func TestStatsCollector(t *testing.T) {
+	cases := []struct {
+		name  string
+		src   fakeSource
+		names []string
+		want  string
+	}{
+		{
+			name:  "no kind: no series",
+			src:   fakeSource{},
+			names: []string{"operator_reconcile_total"},
+			want:  "",
+		},
+		{
+			name: "results of one kind",
+			src: fakeSource{memcached: stats(func(s *reconcile.Stats) {
+				s.Succeeded.Store(5)
+				s.Requeues.Store(2)
+				s.RateLimited.Store(3)
+				s.Terminal.Store(1)
+				s.Reconciles.Store(100) // not a result: never summed in
+			})},
+			names: []string{"operator_reconcile_total", "operator_terminal_reconcile_errors_total"},
+			want: `
+# HELP operator_reconcile_total Total number of reconciliations per kind, by result: success, requeue_after or error.
+# TYPE operator_reconcile_total counter
+operator_reconcile_total{kind="Memcached.cache.example.com",result="error"} 4
+operator_reconcile_total{kind="Memcached.cache.example.com",result="requeue_after"} 2
+operator_reconcile_total{kind="Memcached.cache.example.com",result="success"} 5
+# HELP operator_terminal_reconcile_errors_total Total number of terminal reconciliation errors per kind: failures not retried with backoff.
+# TYPE operator_terminal_reconcile_errors_total counter
+operator_terminal_reconcile_errors_total{kind="Memcached.cache.example.com"} 1
+`,
+		},
+		{
+			name: "writes of two kinds, a stopped one skipped",
+			src: fakeSource{
+				memcached: stats(func(s *reconcile.Stats) {
+					s.ChildApplies.Store(7)
+					s.ChildSkips.Store(11)
+					s.Pruned.Store(2)
+					s.StatusWrites.Store(9)
+					s.PanicsHandled.Store(1)
+				}),
+				appsvc: stats(func(s *reconcile.Stats) { s.ChildApplies.Store(1) }),
+				gone:   nil,
+			},
+			names: []string{"operator_child_applies_total", "operator_prunes_total", "operator_status_writes_total", "operator_reconcile_panics_total"},
+			want: `
+# HELP operator_child_applies_total Total number of child applies per kind, by result: written (sent to the API server) or skipped (already as rendered).
+# TYPE operator_child_applies_total counter
+operator_child_applies_total{kind="AppService.app.example.com",result="skipped"} 0
+operator_child_applies_total{kind="AppService.app.example.com",result="written"} 1
+operator_child_applies_total{kind="Memcached.cache.example.com",result="skipped"} 11
+operator_child_applies_total{kind="Memcached.cache.example.com",result="written"} 7
+# HELP operator_prunes_total Total number of children deleted per kind because no template renders them any more, or their parent is gone.
+# TYPE operator_prunes_total counter
+operator_prunes_total{kind="AppService.app.example.com"} 0
+operator_prunes_total{kind="Memcached.cache.example.com"} 2
+# HELP operator_reconcile_panics_total Total number of reconciliation panics per kind, recovered and retried.
+# TYPE operator_reconcile_panics_total counter
+operator_reconcile_panics_total{kind="AppService.app.example.com"} 0
+operator_reconcile_panics_total{kind="Memcached.cache.example.com"} 1
+# HELP operator_status_writes_total Total number of status writes per kind.
+# TYPE operator_status_writes_total counter
+operator_status_writes_total{kind="AppService.app.example.com"} 0
+operator_status_writes_total{kind="Memcached.cache.example.com"} 9
+`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := newRegistry(tc.src)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want), tc.names...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestStatsReadAtScrape: the collector reads the live counters, so a
+// later scrape sees later counts with no call on the workers' path.
+func TestStatsReadAtScrape(t *testing.T) {
+	s := &reconcile.Stats{}
+	reg := newRegistry(fakeSource{memcached: s})
+	for want := 1; want <= 3; want++ {
+		s.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.Succeeded })
+		if got := sample(t, reg, "operator_reconcile_total", map[string]string{"kind": memcached.String(), "result": "success"}); got != float64(want) {
+			t.Fatalf("scrape %d: success = %v, want %d", want, got, want)
+		}
+	}
+}
+
+func TestEngineMetrics(t *testing.T) {
+	m := newEngineMetrics()
+	reg := newRegistry(fakeSource{}, m)
+	m.ObserveReconcile(memcached, 30*time.Millisecond)
+	m.ObserveReconcile(memcached, 2*time.Second)
+	m.ObserveReconcile(appsvc, time.Millisecond)
+	m.ObserveRender(memcached, reconcile.RenderChildren, 3*time.Millisecond)
+	m.ObserveRender(memcached, reconcile.RenderStatus, 100*time.Microsecond)
+	m.ObserveRender(memcached, reconcile.RenderStatus, 200*time.Microsecond)
+	m.ObserveRender(memcached, "bogus", time.Second) // not a phase: dropped
+	m.ObserveFailure(memcached, "RenderFailed")
+	m.ObserveFailure(memcached, "RenderFailed")
+	m.ObserveFailure(memcached, "OwnershipConflict")
+	m.ObserveFailure(appsvc, "ApplyFailed")
+
+	cases := []struct {
+		metric string
+		labels map[string]string
+		want   float64 // a counter's value, a histogram's count
+	}{
+		{"operator_reconcile_time_seconds", map[string]string{"kind": "Memcached.cache.example.com"}, 2},
+		{"operator_reconcile_time_seconds", map[string]string{"kind": "AppService.app.example.com"}, 1},
+		{"operator_render_duration_seconds", map[string]string{"kind": "Memcached.cache.example.com", "phase": "children"}, 1},
+		{"operator_render_duration_seconds", map[string]string{"kind": "Memcached.cache.example.com", "phase": "status"}, 2},
+		{"operator_reconcile_errors_total", map[string]string{"kind": "Memcached.cache.example.com", "reason": "RenderFailed"}, 2},
+		{"operator_reconcile_errors_total", map[string]string{"kind": "Memcached.cache.example.com", "reason": "OwnershipConflict"}, 1},
+		{"operator_reconcile_errors_total", map[string]string{"kind": "AppService.app.example.com", "reason": "ApplyFailed"}, 1},
+	}
+	for _, tc := range cases {
+		if got := sample(t, reg, tc.metric, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.metric, tc.labels, got, tc.want)
+		}
+	}
+	// Each kind observed has both phases' series, at zero until used; an
+	// unknown phase adds none.
+	if n := seriesCount(t, reg, "operator_render_duration_seconds"); n != 4 {
+		t.Errorf("render series = %d, want 4 (children and status of two kinds, no bogus phase)", n)
+	}
+	if got := sample(t, reg, "operator_render_duration_seconds", map[string]string{"kind": appsvc.String(), "phase": "children"}); got != 0 {
+		t.Errorf("AppService renders = %v, want 0", got)
+	}
+	if got := histogramSum(t, reg, "operator_reconcile_time_seconds", map[string]string{"kind": memcached.String()}); got < 2.029 || got > 2.031 {
+		t.Errorf("reconcile seconds sum = %v, want 2.03", got)
+	}
+}
+
+func TestWorkqueueMetrics(t *testing.T) {
+	wq := newWorkqueueMetrics()
+	reg := newRegistry(fakeSource{}, wq)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: memcached.String(), MetricsProvider: wq})
+	defer q.ShutDown()
+	q.Add("ns/a")
+	q.Add("ns/b")
+	q.Add("ns/a") // already queued: not an add
+	key, _ := q.Get()
+	q.Done(key)
+
+	name := map[string]string{"name": memcached.String()}
+	cases := []struct {
+		metric string
+		want   float64
+	}{
+		{"workqueue_adds_total", 2},
+		{"workqueue_depth", 1},
+		{"workqueue_queue_duration_seconds", 1},
+		{"workqueue_work_duration_seconds", 1},
+		{"workqueue_retries_total", 0},
+	}
+	for _, tc := range cases {
+		if got := sample(t, reg, tc.metric, name); got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.metric, got, tc.want)
+		}
+	}
+	q.AddRateLimited("ns/c")
+	if got := sample(t, reg, "workqueue_retries_total", name); got != 1 {
+		t.Errorf("workqueue_retries_total after a rate-limited add = %v, want 1", got)
+	}
+}
+
+func TestRESTMetrics(t *testing.T) {
+	rm := newRESTMetrics()
+	reg := newRegistry(fakeSource{}, rm)
+	lat, res := restLatency{rm.latency}, restResult{rm.results}
+	u := url.URL{Scheme: "https", Host: "10.0.0.1:6443", Path: "/apis/cache.example.com/v1alpha1/namespaces/ns/memcacheds/secret-name"}
+	lat.Observe(context.Background(), "GET", u, 20*time.Millisecond)
+	lat.Observe(context.Background(), "PATCH", u, 20*time.Millisecond)
+	res.Increment(context.Background(), "200", "GET", u.Host)
+	res.Increment(context.Background(), "409", "PATCH", u.Host)
+	res.Increment(context.Background(), "200", "GET", u.Host)
+
+	if got := sample(t, reg, "rest_client_request_duration_seconds", map[string]string{"verb": "GET", "host": u.Host}); got != 1 {
+		t.Errorf("GET latency count = %v, want 1", got)
+	}
+	if got := sample(t, reg, "rest_client_requests_total", map[string]string{"code": "200", "method": "GET", "host": u.Host}); got != 2 {
+		t.Errorf("200 GET = %v, want 2", got)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), "secret-name") {
+					t.Errorf("%s carries an object's name in label %s", mf.GetName(), l.GetName())
+				}
+			}
+		}
+	}
+}
+
+// TestInstall: the process-wide hooks feed the registry of NewRegistry:
+// the reconcile observer, and queues created after Install.
+func TestInstall(t *testing.T) {
+	src := fakeSource{memcached: &reconcile.Stats{}}
+	reg := NewRegistry(src)
+	NewRegistry(src) // a second registry and Install are harmless
+	reconcile.ObserveReconcile(memcached, time.Millisecond)
+	if got := sample(t, reg, "operator_reconcile_time_seconds", map[string]string{"kind": memcached.String()}); got < 1 {
+		t.Errorf("reconcile observed through reconcile.ObserveReconcile: count %v, want >= 1", got)
+	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "install-test"})
+	defer q.ShutDown()
+	q.Add("x")
+	if got := sample(t, reg, "workqueue_adds_total", map[string]string{"name": "install-test"}); got != 1 {
+		t.Errorf("workqueue_adds_total of a queue created after Install = %v, want 1", got)
+	}
+	if n := seriesCount(t, reg, "go_goroutines") + seriesCount(t, reg, "process_cpu_seconds_total"); n < 1 {
+		t.Error("no Go or process collector series")
+	}
+}
+
+// TestLint: every metric of the registry follows Prometheus' conventions.
+func TestLint(t *testing.T) {
+	m := newEngineMetrics()
+	m.ObserveReconcile(memcached, time.Millisecond)
+	m.ObserveRender(memcached, reconcile.RenderChildren, time.Millisecond)
+	m.ObserveFailure(memcached, "RenderFailed")
+	wq, rm := newWorkqueueMetrics(), newRESTMetrics()
+	wq.NewAddsMetric("q").Inc()
+	rm.results.WithLabelValues("200", "GET", "h").Inc()
+	rm.latency.WithLabelValues("GET", "h").Observe(1)
+	reg := newRegistry(fakeSource{memcached: &reconcile.Stats{}}, m, wq, rm)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []*dto.MetricFamily
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "go_") && !strings.HasPrefix(mf.GetName(), "process_") {
+			ours = append(ours, mf)
+		}
+	}
+	problems, err := promlint.NewWithMetricFamilies(ours).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// sample returns the value of the series of metric with labels: a
+// counter's or gauge's value, a histogram's count. It fails the test when
+// there is no such series.
+func sample(t *testing.T, g prometheus.Gatherer, metric string, labels map[string]string) float64 {
+	t.Helper()
+	m := find(t, g, metric, labels)
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetHistogram() != nil:
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	t.Fatalf("%s: unexpected type", metric)
+	return 0
+}
+
+func histogramSum(t *testing.T, g prometheus.Gatherer, metric string, labels map[string]string) float64 {
+	t.Helper()
+	return find(t, g, metric, labels).GetHistogram().GetSampleSum()
+}
+
+func find(t *testing.T, g prometheus.Gatherer, metric string, labels map[string]string) *dto.Metric {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != metric {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
+			}
+			return m
+		}
+	}
+	t.Fatalf("no series %s%v", metric, labels)
+	return nil
+}
+
+func seriesCount(t *testing.T, g prometheus.Gatherer, metric string) int {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == metric {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}

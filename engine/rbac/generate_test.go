@@ -1,0 +1,420 @@
+package rbac
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.yaml and deploy/rbac.yaml from the current output")
+
+// moduleRoot is the repository's root, from this package's directory.
+const moduleRoot = "../.."
+
+// TestGolden generates the RBAC of each case and compares it with
+// testdata/golden/<case>.yaml. Run `go test ./engine/rbac -run TestGolden
+// -update` to rewrite them after an intended change, and review the diff.
+//
+// The cases run from the module's root, so that paths in the output read
+// as they do in deploy/rbac.yaml.
+func TestGolden(t *testing.T) {
+	golden, err := filepath.Abs("testdata/golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const data = "engine/rbac/testdata"
+	cases := []struct {
+		name string
+		opts Options
+	}{
+		// The shipped folders, one at a time.
+		{"appservice", Options{Templates: "templates/appservice", CRDs: []string{"crds"}}},
+		{"at", Options{Templates: "templates/at", CRDs: []string{"crds"}}},
+		{"helloworld", Options{Templates: "templates/helloworld", CRDs: []string{"crds"}}},
+		{"memcached", Options{Templates: "templates/memcached", CRDs: []string{"crds"}}},
+		{"mydaemonset", Options{Templates: "templates/mydaemonset", CRDs: []string{"crds"}}},
+		// A folder with serviceAccountName, in another namespace and under
+		// other names.
+		{"identity", Options{Templates: data + "/folders/identity", CRDs: []string{data + "/crds"},
+			Namespace: "platform", ServiceAccount: "tmplop", Name: "tmplop"}},
+		// Three folders: one served as the operator; two under one
+		// ServiceAccount, one of them with computed kinds declared in
+		// children, one a built-in kind.
+		{"mixed", Options{Templates: data + "/roots/mixed", CRDs: []string{data + "/crds"}}},
+	}
+	t.Chdir(moduleRoot)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var warnings []string
+			tc.opts.Warn = func(msg string) { warnings = append(warnings, msg) }
+			got, err := Generate(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) > 0 {
+				t.Errorf("warnings: %q", warnings)
+			}
+			checkValid(t, got)
+			compareGolden(t, filepath.Join(golden, tc.name+".yaml"), got,
+				"go test ./engine/rbac -run TestGolden -update")
+		})
+	}
+}
+
+// TestDeployRBAC checks that deploy/rbac.yaml is what `operator rbac`
+// makes of templates/ and crds/ today.
+func TestDeployRBAC(t *testing.T) {
+	t.Chdir(moduleRoot)
+	opts := Options{Templates: "templates", CRDs: []string{"crds"}}
+	got, err := Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGolden(t, "deploy/rbac.yaml", got, "go run ./cmd/operator "+strings.TrimPrefix(opts.Command(), "operator ")+" > deploy/rbac.yaml")
+}
+
+func compareGolden(t *testing.T, path string, got []byte, regenerate string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v; to create it, run:\n  %s", err, regenerate)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is out of date; to regenerate it, run:\n  %s\nand review the change. Diff (- file, + generated):\n%s",
+			path, regenerate, lineDiff(string(want), string(got)))
+	}
+}
+
+// checkValid decodes every document as its kind, strictly, and checks that
+// no rule holds a wildcard.
+func checkValid(t *testing.T, stream []byte) {
+	t.Helper()
+	docs := strings.Split(string(stream), "\n---\n")
+	for _, doc := range docs[1:] {
+		var tm struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		var rules []rbacv1.PolicyRule
+		switch tm.Kind {
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			mustStrict(t, doc, &r)
+			rules = r.Rules
+		case "Role":
+			var r rbacv1.Role
+			mustStrict(t, doc, &r)
+			rules = r.Rules
+		case "ClusterRoleBinding", "RoleBinding", "ServiceAccount":
+		default:
+			t.Errorf("unexpected kind %q", tm.Kind)
+		}
+		for _, r := range rules {
+			for _, s := range slices.Concat(r.APIGroups, r.Resources, r.Verbs, r.ResourceNames) {
+				if strings.Contains(s, "*") {
+					t.Errorf("wildcard in %+v", r)
+				}
+			}
+			if len(r.APIGroups) != 1 || len(r.Resources) == 0 || len(r.Verbs) == 0 {
+				t.Errorf("rule %+v", r)
+			}
+		}
+	}
+}
+
+func mustStrict(t *testing.T, doc string, v any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(doc), v); err != nil {
+		t.Fatalf("%v in\n%s", err, doc)
+	}
+}
+
+// TestRolesOfIdentity checks the model on the mixed case: what moves from
+// the operator to a kind's own account, and what stays.
+func TestRolesOfIdentity(t *testing.T) {
+	t.Chdir(moduleRoot)
+	kinds, err := LoadFolders("engine/rbac/testdata/roots/mixed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folders []*Folder
+	for _, k := range kinds {
+		f, err := AnalyzeFolder(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folders = append(folders, f)
+	}
+	res, err := NewResources("engine/rbac/testdata/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Objects(Options{}, folders, res)
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range s.Objects {
+		switch r := o.Object.(type) {
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole "+r.Name] = r.Rules
+		case *rbacv1.Role:
+			roles["Role "+r.Namespace+"/"+r.Name] = r.Rules
+		}
+	}
+	verbs := func(role, group, resource string) string {
+		for _, r := range roles[role] {
+			if r.APIGroups[0] == group && slices.Contains(r.Resources, resource) {
+				return strings.Join(r.Verbs, " ")
+			}
+		}
+		return ""
+	}
+	checks := []struct{ role, group, resource, want string }{
+		// plain is the operator's.
+		{"ClusterRole operator", "example.com", "widgets", "get list patch watch"},
+		{"ClusterRole operator", "example.com", "widgets/status", "get patch update"},
+		{"ClusterRole operator", "", "configmaps", "create delete get list patch watch"},
+		{"ClusterRole operator", "", "secrets", "get list watch"}, // plain's lookup and tenant's child watch
+		// tenant's and team's children are watched by the operator, not written.
+		{"ClusterRole operator", "networking.k8s.io", "networkpolicies", "get list watch"},
+		{"ClusterRole operator", "", "resourcequotas", "get list watch"},
+		{"ClusterRole operator", "example.com", "gadgetry", ""},
+		{"ClusterRole operator", "", "namespaces", ""},
+		// tenant's own role, with the kinds kind.yaml declares.
+		{"ClusterRole operator-kind-tenant", "example.com", "gadgetry", "get list patch watch"},
+		{"ClusterRole operator-kind-tenant", "example.com", "gadgetry/status", "get patch update"},
+		{"ClusterRole operator-kind-tenant", "example.com", "gadgetry/finalizers", "update"},
+		{"ClusterRole operator-kind-tenant", "", "secrets", "create delete get list patch watch"},
+		{"ClusterRole operator-kind-tenant", "", "configmaps", "create delete get list patch watch"},
+		{"ClusterRole operator-kind-tenant", "", "namespaces", "get list watch"},
+		{"ClusterRole operator-kind-tenant", "example.com", "widgets", ""},
+		// team serves a built-in kind: no status.
+		{"ClusterRole operator-kind-team", "", "namespaces", "get list patch watch"},
+		{"ClusterRole operator-kind-team", "", "namespaces/status", ""},
+		{"ClusterRole operator-kind-team", "", "namespaces/finalizers", "update"},
+		{"ClusterRole operator-kind-team", "", "resourcequotas", "create delete get list patch watch"},
+		// The operator's namespace.
+		{"Role operator-system/operator", "", "serviceaccounts", "impersonate"},
+		{"Role operator-system/operator", "", "configmaps", "create get list patch update watch"},
+		{"Role operator-system/operator", "coordination.k8s.io", "leases", "create get update"},
+	}
+	for _, c := range checks {
+		if got := verbs(c.role, c.group, c.resource); got != c.want {
+			t.Errorf("%s %s/%s: verbs %q, want %q", c.role, c.group, c.resource, got, c.want)
+		}
+	}
+	for _, r := range roles["Role operator-system/operator"] {
+		if slices.Contains(r.Verbs, "impersonate") && !slices.Equal(r.ResourceNames, []string{"gadget-writer"}) {
+			t.Errorf("impersonate on %q, want exactly [gadget-writer]", r.ResourceNames)
+		}
+	}
+	var sas []string
+	for _, o := range s.Objects {
+		if sa, ok := o.Object.(*corev1.ServiceAccount); ok {
+			sas = append(sas, sa.Namespace+"/"+sa.Name)
+		}
+	}
+	if !slices.Equal(sas, []string{"operator-system/gadget-writer"}) {
+		t.Errorf("ServiceAccounts %q, want only gadget-writer, shared by tenant and team", sas)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	kind := "apiVersion: example.com/v1\nkind: Widget\n"
+	cases := []struct {
+		name  string
+		files map[string]string // relative to the templates directory
+		opts  Options
+		want  []string
+	}{
+		{
+			name:  "computed kind",
+			files: map[string]string{"w/kind.yaml": kind, "w/cm.yaml": "apiVersion: v1\nkind: {{ .Spec.kind }}\nmetadata: {name: x}\n"},
+			want: []string{"w/cm.yaml:2: cannot know statically which kind this manifest is (the kind comes from {{.Spec.kind}}); declare the kinds it can render in ",
+				"w/kind.yaml children"},
+		},
+		{
+			name: "every unknown of every folder",
+			files: map[string]string{
+				"a/kind.yaml": kind, "a/raw.yaml": "{{ toYaml .Spec.manifest }}\n",
+				"b/kind.yaml": "apiVersion: example.com/v1\nkind: Gadget\n", "b/x.yaml": "apiVersion: {{ .Spec.v }}\nkind: Job\nmetadata: {name: x}\n",
+			},
+			want: []string{"a/raw.yaml:1: cannot know statically", "(no literal kind: line in this manifest)",
+				"b/x.yaml:1: cannot know statically", "(the apiVersion comes from {{.Spec.v}})"},
+		},
+		{
+			name:  "template that does not parse",
+			files: map[string]string{"w/kind.yaml": kind, "w/cm.yaml": "apiVersion: v1\nkind: ConfigMap\n{{ if }}\n"},
+			want:  []string{"w/cm.yaml:3: "},
+		},
+		{
+			name:  "bad kind.yaml",
+			files: map[string]string{"w/kind.yaml": kind + "colour: blue\n"},
+			want:  []string{"w/kind.yaml: ", "colour"},
+		},
+		{
+			name:  "two folders for one kind",
+			files: map[string]string{"a/kind.yaml": kind, "b/kind.yaml": kind},
+			want:  []string{"b: kind Widget.example.com is already served by "},
+		},
+		{
+			name:  "no kind folder",
+			files: map[string]string{"README.md": "nothing"},
+			want:  []string{"no kind folder"},
+		},
+		{
+			name:  "the operator's own account as a kind's",
+			files: map[string]string{"w/kind.yaml": kind + "serviceAccountName: operator\n"},
+			want:  []string{"w/kind.yaml: serviceAccountName \"operator\" is the operator's own ServiceAccount"},
+		},
+		{
+			name:  "bad --service-account",
+			files: map[string]string{"w/kind.yaml": kind},
+			opts:  Options{ServiceAccount: "Not_A_Name"},
+			want:  []string{"--service-account \"Not_A_Name\""},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				path := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.opts.Templates = dir
+			_, err := Generate(tc.opts)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestResources(t *testing.T) {
+	// The built-in table against the names the API server serves.
+	known := map[schema.GroupKind]string{
+		{Kind: "Endpoints"}:                                                             "endpoints",
+		{Kind: "Pod"}:                                                                   "pods",
+		{Kind: "Service"}:                                                               "services",
+		{Kind: "ConfigMap"}:                                                             "configmaps",
+		{Kind: "Secret"}:                                                                "secrets",
+		{Kind: "ServiceAccount"}:                                                        "serviceaccounts",
+		{Kind: "PersistentVolumeClaim"}:                                                 "persistentvolumeclaims",
+		{Kind: "ResourceQuota"}:                                                         "resourcequotas",
+		{Kind: "Namespace"}:                                                             "namespaces",
+		{Kind: "Node"}:                                                                  "nodes",
+		{Group: "apps", Kind: "Deployment"}:                                             "deployments",
+		{Group: "apps", Kind: "StatefulSet"}:                                            "statefulsets",
+		{Group: "apps", Kind: "DaemonSet"}:                                              "daemonsets",
+		{Group: "batch", Kind: "CronJob"}:                                               "cronjobs",
+		{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:                         "horizontalpodautoscalers",
+		{Group: "networking.k8s.io", Kind: "Ingress"}:                                   "ingresses",
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:                             "networkpolicies",
+		{Group: "networking.k8s.io", Kind: "IngressClass"}:                              "ingressclasses",
+		{Group: "policy", Kind: "PodDisruptionBudget"}:                                  "poddisruptionbudgets",
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                "clusterrolebindings",
+		{Group: "storage.k8s.io", Kind: "StorageClass"}:                                 "storageclasses",
+		{Group: "storage.k8s.io", Kind: "CSIStorageCapacity"}:                           "csistoragecapacities",
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:                              "endpointslices",
+		{Group: "coordination.k8s.io", Kind: "Lease"}:                                   "leases",
+		{Group: "events.k8s.io", Kind: "Event"}:                                         "events",
+		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                             "priorityclasses",
+		{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: "validatingwebhookconfigurations",
+	}
+	res, err := NewResources("testdata/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	res.Warn = func(msg string) { warnings = append(warnings, msg) }
+	for gk, want := range known {
+		if got := res.Resource(gk); got.Resource != want || got.Group != gk.Group {
+			t.Errorf("%s: %s, want %s", gk, got, want)
+		}
+	}
+	for _, notAResource := range []schema.GroupKind{{Group: "apps", Kind: "Scale"}, {Group: "policy", Kind: "Eviction"}, {Group: "apps", Kind: "DeploymentList"}, {Kind: "DeleteOptions"}} {
+		if _, ok := builtIn()[notAResource]; ok {
+			t.Errorf("%s is in the built-in table", notAResource)
+		}
+	}
+	// CRDs win over the guess; a kind known nowhere is guessed, with one warning.
+	if got := res.Resource(schema.GroupKind{Group: "example.com", Kind: "Gadget"}); got.Resource != "gadgetry" {
+		t.Errorf("Gadget: %s, want gadgetry from the CRD", got)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("warnings for known kinds: %q", warnings)
+	}
+	for range 2 {
+		if got := res.Resource(schema.GroupKind{Group: "other.example.com", Kind: "Policy"}); got.Resource != "policies" {
+			t.Errorf("guess: %s", got)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `Policy.other.example.com`) || !strings.Contains(warnings[0], `"policies"`) {
+		t.Errorf("warnings: %q", warnings)
+	}
+	if _, err := NewResources("testdata/no-such-dir"); err == nil {
+		t.Errorf("no error for a missing --crds directory")
+	}
+}
+
+// lineDiff is a minimal line diff (longest common subsequence), enough to
+// show what changed in a generated file.
+func lineDiff(a, b string) string {
+	x, y := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	n, m := len(x), len(y)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	line := func(prefix string, at int, s string) {
+		fmt.Fprintf(&out, "%s%d: %s\n", prefix, at+1, strings.TrimSuffix(s, "\n"))
+	}
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && x[i] == y[j]:
+			i, j = i+1, j+1
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			line("+", j, y[j])
+			j++
+		default:
+			line("-", i, x[i])
+			i++
+		}
+	}
+	return out.String()
+}

@@ -1,0 +1,15 @@
+// Module image assembles the operator's image without a container engine
+// (make image, docs/image.md). It is its own module so that the operator's
+// go.mod never carries go-containerregistry.
+module github.com/tmplop/operator/hack/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)

@@ -1,0 +1,182 @@
+package incluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/tmplop/operator/test/cluster"
+	"github.com/tmplop/operator/test/harness"
+)
+
+const (
+	// ns and serviceAccount are deploy/'s.
+	ns             = "operator-system"
+	serviceAccount = "operator"
+	folderLabel    = "operator.tmplop.io/kind-folder"
+	// The test replicas' leases are short, so that failover is quick to
+	// test; deploy/ keeps client-go's defaults (15 s, 10 s, 2 s).
+	leaseDuration = 6 * time.Second
+)
+
+var (
+	env *cluster.Cluster
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+	bin string
+	// saKubeconfig authenticates as deploy/'s ServiceAccount.
+	saKubeconfig string
+	saConfig     *rest.Config
+	// replicas are the two operator processes, as deploy/ runs them,
+	// started by TestInCluster.
+	replicas [2]*replica
+)
+
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env, setup)) }
+
+// setup applies deploy/ and the examples' CRDs and kind folders, and
+// builds the operator.
+func setup(c *cluster.Cluster) (func(), error) {
+	ctx := context.Background()
+	cs = kubernetes.NewForConfigOrDie(c.Config)
+	dyn = dynamic.NewForConfigOrDie(c.Config)
+	var err error
+	if bin, err = harness.BuildOperator(c.RepoRoot()); err != nil {
+		return nil, err
+	}
+	root := c.RepoRoot()
+	steps := [][]string{
+		{"apply", "--server-side", "-k", filepath.Join(root, "deploy")},
+		{"apply", "--server-side", "-f", filepath.Join(root, "crds"), "-f", "testdata/crds"},
+		{"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"},
+		{"apply", "--server-side", "-k", filepath.Join(root, "deploy", "examples")},
+		// The Deployment's Pods would only be kwok's stand-ins; the
+		// replicas of these tests are processes on this machine.
+		{"scale", "-n", ns, "deployment/operator", "--replicas=0"},
+	}
+	for _, s := range steps {
+		if out, err := c.Kubectl(ctx, s...); err != nil {
+			return nil, fmt.Errorf("kubectl %s: %w: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	dir, err := os.MkdirTemp("", "incluster-")
+	if err != nil {
+		return nil, err
+	}
+	saKubeconfig = filepath.Join(dir, "kubeconfig")
+	if saConfig, err = serviceAccountConfig(ctx, c, saKubeconfig); err != nil {
+		return nil, err
+	}
+	return func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// serviceAccountConfig writes a kubeconfig that authenticates with a
+// TokenRequest token of deploy/'s ServiceAccount, as a Pod's projected
+// token does.
+func serviceAccountConfig(ctx context.Context, c *cluster.Cluster, path string) (*rest.Config, error) {
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token of %s/%s: %w", ns, serviceAccount, err)
+	}
+	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = cluster
+	kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "operator", Namespace: ns}
+	kc.CurrentContext = "operator"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return nil, err
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// replica is one operator process, with its HTTP endpoints.
+type replica struct {
+	*harness.Operator
+	metrics, health string // host:port
+}
+
+// startReplica runs the operator as deploy/ does (ConfigMap folders, leader
+// election), authenticated as deploy/'s ServiceAccount.
+func startReplica(t *testing.T, extra ...string) *replica {
+	t.Helper()
+	ports := freePorts(t, 2)
+	r := &replica{metrics: ports[0], health: ports[1]}
+	args := append([]string{"run", "--kubeconfig", saKubeconfig,
+		"--configmap-selector", folderLabel + "=true",
+		"--leader-elect",
+		"--leader-elect-lease-duration", leaseDuration.String(),
+		"--leader-elect-renew-deadline", (leaseDuration * 2 / 3).String(),
+		"--leader-elect-retry-period", "500ms",
+		"--metrics-bind-address", r.metrics, "--health-probe-bind-address", r.health,
+		"-v", "1"}, extra...)
+	r.Operator = harness.StartOperator(t, bin, args...)
+	return r
+}
+
+// freePorts returns n loopback addresses free a moment ago.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l.Addr().String())
+		defer l.Close()
+	}
+	return out
+}
+
+// kubectlAs runs the control plane's kubectl with the ServiceAccount's
+// kubeconfig.
+func kubectlAs(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(env.Bin, "kubectl"), append([]string{"--kubeconfig", saKubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// folderConfigMap is a kind folder of testdata as the ConfigMap that
+// delivers it.
+func folderConfigMap(t *testing.T, dir, name string) *corev1.ConfigMap {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{folderLabel: "true"}},
+		Data:       map[string]string{},
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[e.Name()] = string(data)
+	}
+	return cm
+}
