@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -60,6 +61,26 @@ type Spec struct {
 	// apiVersion or kind is computed, so that `operator rbac` cannot read
 	// them from the templates' text.
 	Children []ChildSpec `json:"children,omitempty"`
+
+	// The kind's CRD, in short (engine/schema): `operator crd` and
+	// `run --install-crds` generate it from these fields (engine/crd). A
+	// folder may instead carry its own crd.yaml; with neither, the CRD is
+	// installed some other way.
+
+	// Scope is Namespaced (default) or Cluster.
+	Scope string `json:"scope,omitempty"`
+	// Plural is the resource name; default: the lower-case kind, pluralised.
+	Plural string `json:"plural,omitempty"`
+	// SpecSchema and StatusSchema are the short schema of .spec and
+	// .status: a field is `name: "type | marker=value ..."`, an object a
+	// nested mapping.
+	SpecSchema   map[string]any `json:"spec,omitempty"`
+	StatusSchema map[string]any `json:"status,omitempty"`
+	// PrinterColumns are the CRD's additionalPrinterColumns (kubectl get).
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"printerColumns,omitempty"`
+	// Validation are CEL rules over the whole object (self), as the CRD's
+	// x-kubernetes-validations.
+	Validation []apiextensionsv1.ValidationRule `json:"validation,omitempty"`
 }
 
 // ChildSpec names a kind of child.

@@ -34,6 +34,7 @@ type Set struct {
 // Reserved file names of the folder contract.
 const (
 	kindFile   = "kind.yaml"   // read by the catalog, not a template
+	crdFile    = "crd.yaml"    // the folder's own CRD, not a template
 	statusFile = "status.yaml" // renders .status after the children are applied
 )
 
@@ -61,7 +62,7 @@ func roleOf(name string) fileRole {
 		return roleIgnored
 	case strings.HasPrefix(name, "_"):
 		return roleHelper
-	case name == kindFile:
+	case name == kindFile, name == crdFile:
 		return roleIgnored
 	case name == statusFile:
 		return roleStatus
