@@ -59,6 +59,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzMarshalYAML$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./engine/catalog
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/schema
 
 vet:
 	$(GO) vet ./...

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Fingerprint hashes the names and contents of a folder's top-level files:
@@ -22,7 +23,13 @@ func FingerprintFS(fsys fs.FS) (string, error) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	h := sha256.New()
 	for _, e := range entries {
-		if e.IsDir() {
+		// Dotfiles are never read by the render (editor swap files, and the
+		// ..data links of a mounted ConfigMap volume, which point at
+		// directories); neither are sub-folders, symlinked or not.
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if fi, err := fs.Stat(fsys, e.Name()); err == nil && fi.IsDir() {
 			continue
 		}
 		data, err := fs.ReadFile(fsys, e.Name())

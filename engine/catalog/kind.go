@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -14,11 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/render"
+	shortschema "github.com/tmplop/operator/engine/schema"
 )
 
 // KindFile is the file that makes a folder a kind folder.
 const KindFile = "kind.yaml"
+
+// CRDFile is a folder's own CustomResourceDefinition, the alternative to
+// kind.yaml's short schema (engine/crd).
+const CRDFile = "crd.yaml"
 
 // DefaultWorkers is the number of objects of one kind reconciled at once
 // when kind.yaml does not say. A reconcile spends most of its time waiting
@@ -61,6 +69,14 @@ type Spec struct {
 	// apiVersion or kind is computed, so that `operator rbac` cannot read
 	// them from the templates' text.
 	Children []ChildSpec `json:"children,omitempty"`
+	// ReadyWhen judges the health of child kinds that kstatus cannot
+	// (engine/health): per kind, a Go template over the live child that
+	// prints true when it is ready. Parsed at load.
+	ReadyWhen []ReadyWhenSpec `json:"readyWhen,omitempty"`
+	// DependsOn maps a child template file to the files whose children
+	// must all be Current before its own children are applied
+	// (docs/readiness.md). Checked at load: the files exist, no cycle.
+	DependsOn map[string][]string `json:"dependsOn,omitempty"`
 
 	// The kind's CRD, in short (engine/schema): `operator crd` and
 	// `run --install-crds` generate it from these fields (engine/crd). A
@@ -87,6 +103,15 @@ type Spec struct {
 type ChildSpec struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
+}
+
+// ReadyWhenSpec is one readyWhen entry: the child kind it judges (any
+// version of it) and the expression, rendered over the live child (`.`),
+// that prints true when the child is ready.
+type ReadyWhenSpec struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Expression string `json:"expression"`
 }
 
 // BudgetSpec is kind.yaml's budget: what one render of the folder may use.
@@ -123,6 +148,9 @@ type Kind struct {
 	Templates *render.Set
 	// Fingerprint identifies the folder's content at load (see Fingerprint).
 	Fingerprint string
+	// CRD is the folder's crd.yaml, nil when it has none (engine/crd
+	// reads it).
+	CRD []byte
 }
 
 // Workers is the number of concurrent reconciles for the kind.
@@ -184,8 +212,21 @@ func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", KindFile, err)
 	}
+	crd, err := fs.ReadFile(fsys, CRDFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		crd = nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", CRDFile, err)
+	case spec.HasCRDSchema():
+		// Two descriptions of one CRD would drift apart.
+		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
+	}
 	set, err := render.ParseFS(fsys)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
 		return nil, err
 	}
 	if set.HasStatus() && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
@@ -200,6 +241,7 @@ func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
 		Spec:        *spec,
 		Templates:   set,
 		Fingerprint: fp,
+		CRD:         crd,
 	}, nil
 }
 
@@ -236,6 +278,21 @@ func parseSpec(data []byte) (*Spec, error) {
 			return nil, fmt.Errorf("children[%d]: %w", i, err)
 		}
 	}
+	rules := make([]health.Rule, 0, len(s.ReadyWhen))
+	for i, r := range s.ReadyWhen {
+		if err := validAPIVersionKind(r.APIVersion, r.Kind); err != nil {
+			return nil, fmt.Errorf("readyWhen[%d]: %w", i, err)
+		}
+		rules = append(rules, health.Rule{APIVersion: r.APIVersion, Kind: r.Kind, Expression: r.Expression})
+	}
+	if _, err := health.NewChecker(rules); err != nil {
+		return nil, err
+	}
+	for file, deps := range s.DependsOn {
+		if len(deps) == 0 {
+			return nil, fmt.Errorf("dependsOn: %s: the list of files it waits for is empty", file)
+		}
+	}
 	if n := s.ServiceAccountName; n != "" {
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 			return nil, fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; "))
@@ -244,7 +301,104 @@ func parseSpec(data []byte) (*Spec, error) {
 	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
 		return nil, errors.New("budget: values must not be negative")
 	}
+	if err := s.validCRDFields(); err != nil {
+		return nil, err
+	}
 	return &s, nil
+}
+
+// HasCRDSchema reports whether kind.yaml describes the kind's CRD (engine/crd
+// generates it then).
+func (s *Spec) HasCRDSchema() bool {
+	return s.SpecSchema != nil || s.StatusSchema != nil || len(s.PrinterColumns) > 0 || len(s.Validation) > 0
+}
+
+// validCRDFields checks scope, plural and the short schema at load, so that
+// a mistake there is a kind.yaml error naming the field, not a CRD that
+// `operator crd` cannot generate or the API server refuses.
+func (s *Spec) validCRDFields() error {
+	switch s.Scope {
+	case "", "Namespaced", "Cluster":
+	default:
+		return fmt.Errorf("scope %q: want Namespaced or Cluster", s.Scope)
+	}
+	if s.Plural != "" {
+		if errs := validation.IsDNS1035Label(s.Plural); len(errs) > 0 {
+			return fmt.Errorf("plural %q: %s", s.Plural, strings.Join(errs, "; "))
+		}
+	}
+	if s.HasCRDSchema() && BuiltInGroup(schema.FromAPIVersionAndKind(s.APIVersion, s.Kind).Group) {
+		return fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind)
+	}
+	if s.SpecSchema != nil {
+		if _, err := shortschema.Parse("spec", s.SpecSchema); err != nil {
+			return err
+		}
+	}
+	if s.StatusSchema != nil {
+		if _, err := shortschema.ParseStatus(s.StatusSchema); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDependsOn checks kind.yaml's dependsOn against the folder's child
+// templates: every file it names is one, none waits for itself, and no
+// files wait for each other in a cycle, which would wait forever.
+func checkDependsOn(deps map[string][]string, children []string) error {
+	isChild := map[string]bool{}
+	for _, c := range children {
+		isChild[c] = true
+	}
+	files := slices.Sorted(maps.Keys(deps))
+	for _, f := range files {
+		if !isChild[f] {
+			return fmt.Errorf("%s dependsOn: %s is not a child template of the folder", KindFile, f)
+		}
+		for _, d := range deps[f] {
+			switch {
+			case d == f:
+				return fmt.Errorf("%s dependsOn: %s waits for itself", KindFile, f)
+			case !isChild[d]:
+				return fmt.Errorf("%s dependsOn: %s waits for %s, which is not a child template of the folder", KindFile, f, d)
+			}
+		}
+	}
+	// Depth-first, in file order, so that the cycle reported is stable.
+	const (
+		unseen = iota
+		visiting
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(f string) error
+	visit = func(f string) error {
+		switch state[f] {
+		case done:
+			return nil
+		case visiting:
+			i := slices.Index(path, f)
+			return fmt.Errorf("%s dependsOn: cycle %s", KindFile, strings.Join(append(slices.Clone(path[i:]), f), " -> "))
+		}
+		state[f] = visiting
+		path = append(path, f)
+		for _, d := range deps[f] {
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[f] = done
+		return nil
+	}
+	for _, f := range files {
+		if err := visit(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // selectorString converts a label selector for list and watch requests.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // FolderError is a kind folder that could not be loaded.
@@ -28,10 +29,15 @@ func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	seen := map[string]string{}
 	for _, e := range entries {
-		if !e.IsDir() {
+		dir := filepath.Join(root, e.Name())
+		// A folder may be a symlink (a mounted ConfigMap volume's keys are
+		// symlinks through ..data); dot-entries are the volume's own.
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		dir := filepath.Join(root, e.Name())
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(dir, KindFile)); err != nil {
 			continue
 		}

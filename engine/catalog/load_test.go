@@ -92,3 +92,49 @@ func TestLoadMissingRoot(t *testing.T) {
 		t.Fatal("want an error for a missing templates directory")
 	}
 }
+
+// TestLoadConfigMapVolume: folders mounted from ConfigMap volumes are made
+// of symlinks through ..data, to a timestamped directory the kubelet swaps.
+func TestLoadConfigMapVolume(t *testing.T) {
+	files := map[string]string{"kind.yaml": "apiVersion: v.example.com/v1\nkind: V\n", "cm.yaml": cm}
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A volume holds files, so each folder is a volume of its own...
+	folderVolume := t.TempDir()
+	writeFolder(t, folderVolume, "..2026_11_23", files)
+	link("..2026_11_23", filepath.Join(folderVolume, "..data"))
+	for name := range files {
+		link(filepath.Join("..data", name), filepath.Join(folderVolume, name))
+	}
+	// ...and the templates directory holds it through a symlink, as when
+	// several volumes are mounted under one projected directory.
+	root := t.TempDir()
+	link(folderVolume, filepath.Join(root, "v"))
+
+	kinds, skipped, err := Load(root)
+	if err != nil || len(skipped) > 0 || len(kinds) != 1 {
+		t.Fatalf("Load = %d kinds, skipped %v, err %v; want the volume's folder", len(kinds), skipped, err)
+	}
+	if got := kinds[0].Templates.ChildTemplates(); len(got) != 1 || got[0] != "cm.yaml" {
+		t.Errorf("templates %v, want [cm.yaml]", got)
+	}
+	before := kinds[0].Fingerprint
+	// The kubelet's update: a new timestamped directory, then ..data swapped.
+	changed := map[string]string{"kind.yaml": files["kind.yaml"], "cm.yaml": cm + "data: {a: b}\n"}
+	writeFolder(t, folderVolume, "..2026_11_24", changed)
+	link("..2026_11_24", filepath.Join(folderVolume, "..data_tmp"))
+	if err := os.Rename(filepath.Join(folderVolume, "..data_tmp"), filepath.Join(folderVolume, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	k, err := LoadKind(filepath.Join(root, "v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Fingerprint == before {
+		t.Error("the fingerprint did not change with the swapped ..data")
+	}
+}

@@ -57,6 +57,12 @@ type Options struct {
 	// until Lead is called: a replica waiting for the leader election has
 	// its caches warm, so that taking over costs no list.
 	Standby bool
+	// InstallCRD, when set, installs a kind's CRD before the kind starts,
+	// and again before it restarts with a changed folder (run
+	// --install-crds). An error counts as a folder that failed to load: the
+	// kind's last good version goes on serving. A standby replica does not
+	// call it: the leader installs.
+	InstallCRD func(ctx context.Context, k *catalog.Kind) error
 }
 
 // Defaults of Options.

@@ -101,12 +101,27 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 		}
 	}
 	for _, k := range kinds {
-		delete(m.reported, k.Dir)
 		gk := k.GVK.GroupKind()
 		keep[gk] = true
 		if fp, ok := running[gk]; ok && fp == k.Fingerprint {
+			delete(m.reported, k.Dir)
 			continue
 		}
+		if m.opts.InstallCRD != nil && m.Leading() {
+			if err := m.opts.InstallCRD(ctx, k); err != nil {
+				_, served := running[gk]
+				if m.reported[k.Dir] != err.Error() {
+					log.Error(err, "Kind folder skipped: its CRD was not installed", "folder", k.Dir, "kind", gk.String(), "lastGoodVersionServed", served)
+					m.reported[k.Dir] = err.Error()
+					if !served {
+						gk = schema.GroupKind{}
+					}
+					report(k.Dir, gk, err)
+				}
+				continue
+			}
+		}
+		delete(m.reported, k.Dir)
 		if _, ok := running[gk]; ok {
 			log.Info("Kind folder changed: restarting the kind", "folder", k.Dir, "kind", gk.String())
 		} else {

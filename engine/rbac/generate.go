@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	crdgen "github.com/tmplop/operator/engine/crd"
 )
 
 // Defaults of Options.
@@ -39,6 +41,45 @@ type Options struct {
 	Name string
 	// Warn receives warnings (resources guessed); nil drops them.
 	Warn func(msg string)
+	// InstallCRDs adds what `run --install-crds` needs: get and patch on
+	// exactly the folders' CRDs, and create (which RBAC cannot restrict by
+	// name; creating cannot change an existing CRD).
+	InstallCRDs bool
+}
+
+func (o *Options) warn(msg string) {
+	if o.Warn != nil {
+		o.Warn(msg)
+	}
+}
+
+// addCRDs grants `run --install-crds` its calls on the folders' own CRDs.
+func addCRDs(g *grants, folders []*Folder) error {
+	var names, from []string
+	var errs []error
+	for _, f := range folders {
+		c, err := crdgen.ForKind(f.Kind)
+		if errors.Is(err, crdgen.ErrNoSchema) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: no CRD rights: %w", f.Path(), err))
+			continue
+		}
+		names = append(names, c.Name)
+		from = append(from, f.Kind.Name)
+	}
+	if len(names) == 0 {
+		return errors.Join(errs...)
+	}
+	sort.Strings(names)
+	crds := schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+	g.add(crds, whyOwn, "run --install-crds: creates the folders' CRDs", "create")
+	g.names = append(g.names, rbacv1.PolicyRule{APIGroups: []string{crds.Group}, Resources: []string{crds.Resource},
+		Verbs: []string{"get", "patch"}, ResourceNames: names})
+	g.namesWhy = append(g.namesWhy, fmt.Sprintf("apiextensions.k8s.io/customresourcedefinitions %s [get patch]: run --install-crds, the CRDs of %s",
+		strings.Join(names, ","), strings.Join(from, ", ")))
+	return errors.Join(errs...)
 }
 
 func (o *Options) defaults() {
@@ -68,6 +109,9 @@ func (o Options) Command() string {
 	}
 	if o.Name != DefaultName {
 		args = append(args, "--name", o.Name)
+	}
+	if o.InstallCRDs {
+		args = append(args, "--install-crds")
 	}
 	return strings.Join(args, " ")
 }
@@ -150,6 +194,12 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 	own := newGrants()
 	own.add(schema.GroupResource{Resource: "configmaps"}, whyOwn, "the inventory ConfigMap, kind folders delivered as ConfigMaps", verbsConfigMaps...)
 	own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election", verbsLeases...)
+
+	if o.InstallCRDs {
+		if err := addCRDs(cluster, folders); err != nil {
+			o.warn(err.Error())
+		}
+	}
 
 	type identity struct {
 		folder *Folder

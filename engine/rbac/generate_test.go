@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -417,4 +418,53 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return out.String()
+}
+
+// TestInstallCRDs: --install-crds may read and change exactly the folders'
+// own CRDs, and create (which RBAC cannot restrict by name).
+func TestInstallCRDs(t *testing.T) {
+	t.Chdir(moduleRoot)
+	for _, install := range []bool{false, true} {
+		kinds, err := LoadFolders("templates")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var folders []*Folder
+		for _, k := range kinds {
+			f, err := AnalyzeFolder(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			folders = append(folders, f)
+		}
+		res, err := NewResources("crds")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []rbacv1.PolicyRule
+		for _, o := range Objects(Options{InstallCRDs: install}, folders, res).Objects {
+			if r, ok := o.Object.(*rbacv1.ClusterRole); ok && r.Name == DefaultName {
+				for _, rule := range r.Rules {
+					if slices.Contains(rule.Resources, "customresourcedefinitions") {
+						got = append(got, rule)
+					}
+				}
+			}
+		}
+		if !install {
+			if len(got) > 0 {
+				t.Errorf("without --install-crds: CRD rules %+v", got)
+			}
+			continue
+		}
+		want := []rbacv1.PolicyRule{
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "patch"},
+				ResourceNames: []string{"appservices.app.example.com", "ats.cnat.programming-kubernetes.info", "helloworlds.test.jiaozi.com",
+					"memcacheds.cache.example.com", "mydaemonsets.apps.zhongmingmao.io"}},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("with --install-crds: CRD rules\n%+v\nwant\n%+v", got, want)
+		}
+	}
 }

@@ -131,21 +131,24 @@ spec: {size: 2, image: "nginx:1.27", ports: [{port: 80, targetPort: 80}]}
 	if err != nil {
 		b.Fatal(err)
 	}
-	children := map[string]map[string]any{}
-	for _, c := range plan.Children {
+	states := make([]childState, len(plan.Children))
+	lives := make([]*unstructured.Unstructured, len(plan.Children))
+	for i, c := range plan.Children {
 		m, _ := client.Mapping(c.Object.GroupVersionKind())
 		live := c.Object.DeepCopy()
 		live.SetUID(types.UID("child-" + c.Object.GetKind()))
 		live.SetGeneration(1)
 		live.SetResourceVersion("1")
 		cache.objs[apply.Key{GR: m.Resource.GroupResource(), Namespace: "ns", Name: c.Object.GetName()}] = live
-		children[c.Object.GetKind()] = map[string]any{c.Object.GetName(): live.Object}
+		lives[i] = live
+		states[i] = childState{template: c.Template, label: label(live), live: true, health: r.checker().Check(live)}
 	}
-	sres, err := k.Templates.Status(b.Context(), render.Input{Object: obj.Object, Children: children, Lookup: refuseAll{}, Now: now})
+	readyConds, ready := readiness(states, nil, false, 1)
+	sres, err := k.Templates.Status(b.Context(), render.Input{Object: obj.Object, Children: statusChildren(states, lives), Ready: ready, Lookup: refuseAll{}, Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := status.Desired(obj, sres.Status, []metav1.Condition{status.Reconciled(status.ReasonReconciled, "", 1)}, now)
+	st, err := status.Desired(obj, sres.Status, append([]metav1.Condition{status.Reconciled(status.ReasonReconciled, "", 1)}, readyConds...), now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +36,12 @@ func (r *Reconciler) prepare(ctx context.Context, obj *unstructured.Unstructured
 	for _, c := range plan.Children {
 		m, err := r.Client.Mapping(c.Object.GroupVersionKind())
 		if err != nil {
+			if key, ok := plan.servedByCRD(c.Object, err); ok {
+				// Its CRD is a child too, applied first: the child waits
+				// for it (no mapping: it is not applied).
+				out = append(out, &apply.Desired{Key: key, Object: c.Object})
+				continue
+			}
 			return nil, fmt.Errorf("%s: %w", c.Template, err)
 		}
 		d, err := r.Applier.Prepare(ctx, r.Client, m, obj, c.Object, r.Manager)
@@ -48,6 +55,11 @@ func (r *Reconciler) prepare(ctx context.Context, obj *unstructured.Unstructured
 	}
 	return out, nil
 }
+
+// crdServeRetry is when a reconcile looks again for a child whose CRD, a
+// child itself, is established but not in discovery yet: the CRD's own
+// events have passed, and discovery is refreshed at most every 10s.
+const crdServeRetry = 5 * time.Second
 
 // unstable finds the children that would be re-applied although nothing
 // the render reads has changed, and that render differently when rendered

@@ -3,8 +3,9 @@
 // cache, and runs the pipeline once:
 //
 //	lookups -> render children -> adopt (ownership) -> record kinds
-//	(inventory) -> claim (apply.Prepare) -> apply -> prune (deletion
-//	guard) -> render status -> write status
+//	(inventory) -> claim (apply.Prepare) -> apply in dependency order,
+//	judging each child's health (engine/health) -> prune (deletion
+//	guard) -> readiness conditions -> render status -> write status
 //
 // # Responsibilities
 //
@@ -21,6 +22,15 @@
 //   - Report every failure as the Reconciled condition and a Warning Event
 //     on the object, and classify it for the controller in one place
 //     (classify): only known-permanent causes are terminal.
+//   - Say whether the object is up (docs/readiness.md): Ready from the
+//     children's health, judged from the objects the reconcile holds, never
+//     fetched; Reconciling while children progress or wait; Stalled for
+//     what classify calls terminal and for a child that failed. The
+//     status-only path judges health again; the memo makes a reconcile at
+//     rest render and write nothing.
+//   - Apply children in order: CRDs and Namespaces first, then each
+//     template after those it dependsOn; a child waits (not applied, not
+//     pruned) until what it depends on is Current.
 //   - Write the parent's metadata only where needed (the finalizer for
 //     children outside its namespace, the prune-hold record), always with
 //     its UID as a precondition; never write the status of built-in kinds.

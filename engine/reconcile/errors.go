@@ -102,9 +102,11 @@ func classify(err error) (reason string, terminal bool, retryAfter time.Duration
 	return reason, false, 0
 }
 
-// fail reports err on obj as the Reconciled condition and a Warning Event,
-// keeping the rest of the status as it was, and returns the error for the
-// controller, classified. A reconcile canceled by shutdown reports nothing.
+// fail reports err on obj as the Reconciled condition (with Ready=False,
+// and Stalled=True when terminal or Reconciling=True when retried) and a
+// Warning Event, keeping the rest of the status as it was, and returns the
+// error for the controller, classified. A reconcile canceled by shutdown
+// reports nothing.
 func (r *Reconciler) fail(ctx context.Context, obj *unstructured.Unstructured, err error) error {
 	if ctx.Err() != nil {
 		return err
@@ -118,7 +120,8 @@ func (r *Reconciler) fail(ctx context.Context, obj *unstructured.Unstructured, e
 	}
 	klog.FromContext(ctx).Info("Reconcile failed", "reason", reason, "message", msg, "retry", !terminal || retryAfter > 0)
 	r.Recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
-	if werr := r.writeStatus(ctx, obj, nil, []metav1.Condition{status.Reconciled(reason, msg, obj.GetGeneration())}); werr != nil {
+	conds := append([]metav1.Condition{status.Reconciled(reason, msg, obj.GetGeneration())}, failure(reason, msg, terminal, obj.GetGeneration())...)
+	if werr := r.writeStatus(ctx, obj, nil, conds); werr != nil {
 		return fmt.Errorf("%s: %w (and the condition could not be written: %v)", reason, err, werr)
 	}
 	err = fmt.Errorf("%s: %w", reason, err)

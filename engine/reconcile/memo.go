@@ -23,6 +23,13 @@ import (
 // names of cluster objects, rebuilt by the first reconcile after a restart.
 // Only reconciles whose render read nothing but the parent are remembered:
 // no lookups, no clock, no random values, no requeue, nothing held back.
+//
+// Health is part of it: a child's health is a function of the child (the
+// resourceVersion remembered) and of the kind's readyWhen (a reload starts
+// a new reconciler, and memo), so "the same" means the same conditions. The
+// children that wait for their dependencies are remembered as waiting: the
+// status-only path judges the health of the children they wait for again,
+// and runs the full reconcile as soon as one need not wait any more.
 type memo struct {
 	mu    sync.Mutex
 	byUID map[types.UID]*memoEntry
@@ -34,8 +41,13 @@ type memoEntry struct {
 }
 
 type memoChild struct {
-	key        apply.Key
-	kind       string // as .Children keys it
+	key apply.Key
+	// state is the child as readiness saw it: its template, whether it
+	// waited for its dependencies, its health then.
+	state childState
+	// exists: the child is in the cluster, as rv, generation and hash.
+	// A child that waits may not exist yet.
+	exists     bool
 	rv         string
 	generation int64
 	hash       string
@@ -75,7 +87,11 @@ func (e *memoEntry) check(obj *unstructured.Unstructured, a *apply.Applier) int 
 		return memoMiss
 	}
 	verdict := memoSame
-	for _, c := range e.children {
+	for i := range e.children {
+		c := &e.children[i]
+		if !c.exists {
+			continue // it waits: only the parent's reconcile creates it
+		}
 		live, ok := a.Peek(c.key)
 		switch {
 		case !ok:

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -31,6 +34,58 @@ type Plan struct {
 	// EmptyLists and Nondeterministic are the render's (render.Result).
 	EmptyLists       []string
 	Nondeterministic map[string][]string
+
+	// crds are the kinds the plan's CustomResourceDefinitions define: a
+	// child of such a kind can be planned before the cluster serves it.
+	crds map[schema.GroupKind]crdKind
+}
+
+// crdKind is a kind a planned CRD defines.
+type crdKind struct {
+	gk         schema.GroupKind
+	plural     string
+	namespaced bool
+}
+
+// definedKind reads the kind a CustomResourceDefinition manifest defines.
+func definedKind(o *unstructured.Unstructured) (crdKind, bool) {
+	if o.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+		return crdKind{}, false
+	}
+	group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+	plural, _, _ := unstructured.NestedString(o.Object, "spec", "names", "plural")
+	scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+	if group == "" || kind == "" || plural == "" {
+		return crdKind{}, false
+	}
+	return crdKind{gk: schema.GroupKind{Group: group, Kind: kind}, plural: plural, namespaced: scope != "Cluster"}, true
+}
+
+// scope answers for the kinds the plan's CRDs define while the cluster
+// does not serve them yet.
+func (p *Plan) scope(base ownership.Scope) ownership.Scope {
+	if len(p.crds) == 0 {
+		return base
+	}
+	return func(gvk schema.GroupVersionKind) (bool, error) {
+		namespaced, err := base(gvk)
+		if crd, ok := p.crds[gvk.GroupKind()]; ok && meta.IsNoMatchError(err) {
+			return crd.namespaced, nil
+		}
+		return namespaced, err
+	}
+}
+
+// servedByCRD returns the key of child when mapping it failed because the
+// CRD that defines its kind is a child of the plan, not served yet.
+func (p *Plan) servedByCRD(child *unstructured.Unstructured, err error) (apply.Key, bool) {
+	crd, ok := p.crds[child.GroupVersionKind().GroupKind()]
+	if !ok || !meta.IsNoMatchError(err) {
+		return apply.Key{}, false
+	}
+	gr := schema.GroupResource{Group: crd.gk.Group, Resource: crd.plural}
+	return apply.Key{GR: gr, Namespace: child.GetNamespace(), Name: child.GetName()}, true
 }
 
 // NeedsFinalizer reports whether any child needs the parent's finalizer.
@@ -62,6 +117,15 @@ func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruc
 	}
 	pol := ownership.Policy{Manager: manager, AllowOutside: kind.Spec.AllowClusterScoped}
 	plan := &Plan{RequeueAfter: res.RequeueAfter, EmptyLists: res.EmptyLists, Nondeterministic: res.Nondeterministic}
+	for _, m := range res.Manifests {
+		if crd, ok := definedKind(m.Object); ok {
+			if plan.crds == nil {
+				plan.crds = map[schema.GroupKind]crdKind{}
+			}
+			plan.crds[crd.gk] = crd
+		}
+	}
+	scope = plan.scope(scope)
 	seen := map[string]string{}
 	for _, m := range res.Manifests {
 		child := m.Object

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -61,6 +63,9 @@ type Reconciler struct {
 	Stats *Stats
 
 	memo memo
+
+	healthOnce sync.Once
+	health     *health.Checker
 }
 
 // Result tells the controller when to reconcile the object again.
@@ -113,14 +118,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return Result{}, r.parentChanged(ctx, obj, err)
 	}
 
-	children := map[string]map[string]any{}
 	keep := map[apply.Key]bool{}
 	created := map[apply.Key]apply.Child{} // outside the namespace, by this reconcile
 	lives := make([]*unstructured.Unstructured, len(desired))
-	for i, d := range desired {
+	states := make([]childState, len(desired))
+	for i, c := range plan.Children {
+		states[i] = childState{template: c.Template, label: label(c.Object), first: isFirst(c.Object)}
+	}
+	deps := r.Kind.Spec.DependsOn
+	gates := map[string]*wait{}
+	var waits []wait
+	var unserved time.Duration // a child whose CRD is Current but not served yet
+	for _, i := range applyOrder(plan.Children, deps) {
+		d, st := desired[i], &states[i]
 		keep[d.Key] = true
 		live := d.Live
-		if !skip[i] {
+		if !st.first && !d.UpToDate {
+			// A child that would be written waits until the children its
+			// template depends on are Current; one up to date has nothing
+			// to wait for.
+			w, seen := gates[st.template]
+			if !seen {
+				w = blocker(st.template, deps[st.template], states)
+				gates[st.template] = w
+				if w != nil {
+					waits = append(waits, *w)
+				}
+			}
+			if w == nil && d.Mapping == nil {
+				// Its CRD, a child, is Current, and discovery does not
+				// serve the kind yet.
+				w = &wait{template: st.template, dep: st.template, on: st.label + ": its CustomResourceDefinition is not served yet"}
+				waits = append(waits, *w)
+				unserved = crdServeRetry
+			}
+			st.waiting = w != nil
+		}
+		if !st.waiting && !skip[i] {
 			out, err := r.Applier.Apply(ctx, r.Client, d)
 			if err != nil {
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -137,13 +171,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 				created[d.Key] = out.Live
 			}
 		}
-		byName := children[d.Object.GetKind()]
-		if byName == nil {
-			byName = map[string]any{}
-			children[d.Object.GetKind()] = byName
-		}
-		byName[d.Object.GetName()] = live.Object
 		lives[i] = live
+		if live != nil {
+			st.live, st.health = true, r.checker().Check(live)
+		}
+	}
+	if len(waits) > 0 {
+		klog.FromContext(ctx).V(2).Info("Children wait for their dependencies", "waits", fmt.Sprint(waits))
 	}
 
 	if err := r.verifyParent(ctx, obj, created); err != nil {
@@ -162,8 +196,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return Result{}, r.parentChanged(ctx, obj, err)
 	}
 
+	readyConds, ready := readiness(states, waits, pruned.held != nil, obj.GetGeneration())
 	rendering = time.Now()
-	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now, Budget: in.Budget})
+	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: statusChildren(states, lives), Ready: ready,
+		Lookup: lookup, Now: now, Budget: in.Budget})
 	observeRender(r.Kind.GVK.GroupKind(), RenderStatus, rendering)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
@@ -183,58 +219,72 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 	if pruned.held != nil {
 		conds = append(conds, *pruned.held)
 	}
+	conds = append(conds, readyConds...)
 	if err := r.writeStatus(ctx, obj, rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry
 	}
 	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
-		len(sres.Nondeterministic) == 0 && unstableMsg == "" && pruned.held == nil && len(created) == 0 {
-		r.remember(obj, desired, lives)
+		len(sres.Nondeterministic) == 0 && unstableMsg == "" && pruned.held == nil && len(created) == 0 && unserved == 0 {
+		r.remember(obj, desired, lives, states)
 	}
-	return Result{RequeueAfter: Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue)}, nil
+	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), unserved)}, nil
 }
 
 // memoizable reports whether renders of this kind read nothing but their
 // object (no lookups), a condition for remembering them (see memo).
 func (r *Reconciler) memoizable() bool { return len(r.Kind.Spec.Lookups) == 0 }
 
-// remember records what a complete reconcile of obj saw.
-func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured) {
+// remember records what a complete reconcile of obj saw: every planned
+// child, in apply order, with whether it waits; the resourceVersions of
+// those that exist.
+func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured, states []childState) {
 	e := &memoEntry{parentRV: obj.GetResourceVersion(), children: make([]memoChild, len(desired))}
 	for i, d := range desired {
-		live := lives[i]
-		e.children[i] = memoChild{key: d.Key, kind: d.Object.GetKind(), rv: live.GetResourceVersion(),
-			generation: live.GetGeneration(), hash: live.GetAnnotations()[ownership.AnnotationHash]}
+		c := memoChild{key: d.Key, state: states[i]}
+		if live := lives[i]; live != nil {
+			c.exists, c.rv, c.generation, c.hash = true, live.GetResourceVersion(), live.GetGeneration(), live.GetAnnotations()[ownership.AnnotationHash]
+		}
+		e.children[i] = c
 	}
 	r.memo.put(obj.GetUID(), e)
 }
 
 // statusOnly renders and writes the status of obj when only its children's
-// status changed since its last complete reconcile. It reports false when
-// the caches cannot serve it, and the full reconcile must run.
+// status changed since its last complete reconcile: their health and the
+// conditions are judged again from the watched children. It reports false
+// when the caches cannot serve it, or when children that waited need not
+// wait any more, and the full reconcile must run.
 func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
 	e := r.memo.get(obj.GetUID())
-	children := map[string]map[string]any{}
 	lives := make([]*unstructured.Unstructured, len(e.children))
 	desired := make([]*apply.Desired, len(e.children))
+	states := make([]childState, len(e.children))
 	for i, c := range e.children {
+		desired[i] = &apply.Desired{Key: c.key}
+		states[i] = c.state
+		if !c.exists {
+			continue
+		}
 		live, ok := r.Applier.Live(c.key)
 		if !ok {
 			return false, nil
 		}
 		lives[i] = live
-		desired[i] = &apply.Desired{Key: c.key, Object: live}
-		if children[c.kind] == nil {
-			children[c.kind] = map[string]any{}
-		}
-		children[c.kind][live.GetName()] = live.Object
+		states[i].live, states[i].health = true, r.checker().Check(live)
+	}
+	waits, still := regate(states, r.Kind.Spec.DependsOn)
+	if !still {
+		return false, nil // a dependency became Current: apply what waited
 	}
 	now := r.now()
 	lookup, err := r.Lookups.For(ctx, obj)
 	if err != nil {
 		return false, nil
 	}
+	readyConds, ready := readiness(states, waits, false, obj.GetGeneration())
 	rendering := time.Now()
-	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)})
+	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: statusChildren(states, lives), Ready: ready,
+		Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)})
 	observeRender(r.Kind.GVK.GroupKind(), RenderStatus, rendering)
 	if err != nil || sres.RequeueAfter > 0 || len(sres.Nondeterministic) > 0 {
 		return false, nil // the full reconcile reports it, or does not remember
@@ -243,12 +293,13 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 	if rendered == nil {
 		rendered = map[string]any{}
 	}
-	if err := r.writeStatus(ctx, obj, rendered, []metav1.Condition{status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())}); err != nil {
+	conds := append([]metav1.Condition{status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())}, readyConds...)
+	if err := r.writeStatus(ctx, obj, rendered, conds); err != nil {
 		r.memo.drop(obj.GetUID())
 		return true, err
 	}
 	r.Stats.add(&r.Stats.StatusOnly)
-	r.remember(obj, desired, lives)
+	r.remember(obj, desired, lives, states)
 	return true, nil
 }
 

@@ -18,7 +18,8 @@ import (
 // a Children entry may also be an *unstructured.Unstructured.
 type Input struct {
 	Object   map[string]any            // the custom resource, as the API returned it (unstructured content)
-	Children map[string]map[string]any // status only: kind -> name -> live child object
+	Children map[string]map[string]any // status only: kind (any key) -> name -> live child object; .Children keys them by Kind.group and Kind
+	Ready    bool                      // status only: .Ready, every child Current (engine/reconcile)
 	Lookup   Lookup                    // nil: lookups return empty results (offline rendering, like `helm template`)
 	Now      time.Time                 // zero: time.Now(); used by durationUntil (lets tests be deterministic)
 	Budget   Budget                    // zero fields: the defaults
@@ -244,24 +245,12 @@ func templateData(in Input, withChildren bool) (map[string]any, error) {
 		"Annotations": mapOrEmpty(meta["annotations"]),
 	}
 	if withChildren {
-		// map[string]any at every level, as Helm's values, so that sprig's
-		// map functions work on it: dig "Deployment" .Name "status" "x" 0 .Children
-		children := make(map[string]any, len(in.Children))
-		for kind, byName := range in.Children {
-			copies := make(map[string]any, len(byName))
-			for childName, child := range byName {
-				c, err := childContent(child)
-				if err == nil {
-					c, err = copyJSONMap(c)
-				}
-				if err != nil {
-					return nil, &Error{Message: fmt.Sprintf("input child %s %s: %v", kind, childName, err), err: err}
-				}
-				copies[childName] = c
-			}
-			children[kind] = copies
+		children, err := childrenData(in.Children)
+		if err != nil {
+			return nil, err
 		}
 		data["Children"] = children
+		data["Ready"] = in.Ready
 	}
 	return data, nil
 }

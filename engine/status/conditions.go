@@ -1,6 +1,8 @@
 package status
 
 import (
+	"regexp"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,32 @@ const (
 	// prune that would remove much of what the object has (see reconcile).
 	// Its lastTransitionTime is when the hold began.
 	ConditionPruneHeld = "PruneHeld"
+
+	// The kstatus conditions (docs/readiness.md). Ready is True when the
+	// last reconcile succeeded and every child is Current. Reconciling
+	// and Stalled are "abnormal-true": present (True) only while work is
+	// in progress, or while the object cannot get further without a
+	// person; absent otherwise. They are never both present.
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Reasons of the Ready, Reconciling and Stalled conditions. A failed
+// reconcile reports its own reason (ReasonRenderFailed...), and a failed
+// child its own (a Job's BackoffLimitExceeded) in Ready.
+const (
+	ReasonReady = "Ready"
+	// ReasonChildrenNotReady: some children are not Current yet.
+	ReasonChildrenNotReady = "ChildrenNotReady"
+	// ReasonProgressing: Reconciling while children are InProgress.
+	ReasonProgressing = "Progressing"
+	// ReasonWaitingForDependencies: children are not applied until the
+	// children they depend on are Current (kind.yaml dependsOn).
+	ReasonWaitingForDependencies = "WaitingForDependencies"
+	// ReasonChildFailed: Stalled because a child failed (a Job that
+	// failed, a Deployment past its progress deadline).
+	ReasonChildFailed = "ChildFailed"
 )
 
 // Reasons of the Reconciled condition.
@@ -59,6 +87,29 @@ func Reconciled(reason, message string, generation int64) metav1.Condition {
 	}
 	return metav1.Condition{Type: ConditionReconciled, Status: st, Reason: reason, Message: message, ObservedGeneration: generation}
 }
+
+// New returns a condition of the engine's for generation. A reason that is
+// not a valid condition reason (a child's own, say) becomes fallback; an
+// empty message becomes the reason.
+func New(typ string, st metav1.ConditionStatus, reason, fallback, message string, generation int64) metav1.Condition {
+	if !validReason.MatchString(reason) || len(reason) > 1024 {
+		reason = fallback
+	}
+	if len(message) > maxMessage {
+		message = message[:maxMessage] + "..."
+	}
+	if message == "" {
+		message = reason
+	}
+	return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: message, ObservedGeneration: generation}
+}
+
+// validReason is metav1.Condition's reason pattern.
+var validReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// readinessTypes are the kstatus conditions: when the engine sends Ready,
+// it sends the whole set, and any of them it does not send is removed.
+var readinessTypes = map[string]bool{ConditionReady: true, ConditionReconciling: true, ConditionStalled: true}
 
 // PruneHeld returns the PruneHeld condition, which began at since.
 func PruneHeld(reason, message string, generation int64, since metav1.Time) metav1.Condition {

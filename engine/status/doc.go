@@ -7,8 +7,11 @@
 //
 //   - Own status.observedGeneration and the condition of type Reconciled
 //     (True/Reconciled, or False with RenderFailed, ApplyFailed or
-//     StatusFailed and a message naming the template file and line);
-//     status.yaml owns every other field it renders.
+//     StatusFailed and a message naming the template file and line), and
+//     kstatus' Ready, Reconciling and Stalled (computed by reconcile,
+//     docs/readiness.md): when the engine sends Ready, any of the three it
+//     does not send is removed, whatever status.yaml renders; status.yaml
+//     owns every other field it renders.
 //   - Keep a condition's lastTransitionTime while its status does not
 //     change, as meta.SetStatusCondition does.
 //   - On a failure, keep the status fields of the last good render rather

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,7 +21,8 @@ type Writer interface {
 // Desired returns the whole .status to write for obj: rendered (the output
 // of status.yaml), or, when rendered is nil because this reconcile failed
 // before status.yaml could run, the current status unchanged; plus
-// observedGeneration and the engine's conditions (Reconciled, PruneHeld).
+// observedGeneration and the engine's conditions (Reconciled, PruneHeld,
+// and Ready with Reconciling and Stalled when they are true).
 func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []metav1.Condition, now time.Time) (map[string]any, error) {
 	current, _, _ := unstructured.NestedMap(obj.Object, "status")
 	base := rendered
@@ -33,7 +35,14 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []m
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}
-	merged := mergeConditions(conditionsOf(current["conditions"]), conditionsOf(out["conditions"]), engine,
+	own := conditionsOf(out["conditions"])
+	if slices.ContainsFunc(engine, func(c metav1.Condition) bool { return c.Type == ConditionReady }) {
+		// The engine owns Ready, Reconciling and Stalled: one it does not
+		// send now is no longer true, whatever status.yaml or the last
+		// status said.
+		own = slices.DeleteFunc(own, func(c metav1.Condition) bool { return readinessTypes[c.Type] })
+	}
+	merged := mergeConditions(conditionsOf(current["conditions"]), own, engine,
 		metav1.NewTime(now.UTC().Truncate(time.Second)))
 	conds, err := conditionsToUnstructured(merged)
 	if err != nil {

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,63 @@ func TestTemplateConditionsKept(t *testing.T) {
 	conds := conditionsOf(got["conditions"])
 	if len(conds) != 2 || conds[0].Type != "Available" || conds[1].Type != ConditionReconciled {
 		t.Fatalf("conditions = %+v", conds)
+	}
+}
+
+func TestReadinessConditions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	ok := Reconciled(ReasonReconciled, "", 2)
+	ready := New(ConditionReady, metav1.ConditionFalse, ReasonChildrenNotReady, ReasonChildrenNotReady, "Deployment/web 0/2 available", 2)
+	progressing := New(ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, ReasonProgressing, "Deployment/web 0/2 available", 2)
+	obj := parent(nil)
+	got, err := Desired(obj, map[string]any{"conditions": []any{
+		// status.yaml may not set the engine's readiness conditions.
+		map[string]any{"type": "Ready", "status": "True", "reason": "Mine", "message": "template says so"},
+		map[string]any{"type": "Stalled", "status": "True", "reason": "Mine", "message": "template says so"},
+		map[string]any{"type": "Available", "status": "True", "reason": "Mine", "message": "ok"},
+	}}, []metav1.Condition{ok, ready, progressing}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := conditionsOf(got["conditions"])
+	var types []string
+	for _, c := range conds {
+		types = append(types, c.Type+"="+string(c.Status))
+	}
+	if want := "Available=True Reconciled=True Ready=False Reconciling=True"; strings.Join(types, " ") != want {
+		t.Fatalf("conditions = %s, want %s", strings.Join(types, " "), want)
+	}
+
+	// Ready now: Reconciling goes away, also when the rest of the status
+	// is kept (a failure path writes no rendered status).
+	live := parent(got)
+	readyNow := New(ConditionReady, metav1.ConditionTrue, ReasonReady, ReasonReady, "all 2 children are ready", 2)
+	got, err = Desired(live, nil, []metav1.Condition{ok, readyNow}, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := Find(got, ConditionReconciling); c != nil {
+		t.Errorf("Reconciling kept: %+v", c)
+	}
+	if c := Find(got, ConditionReady); c == nil || c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Time.Equal(t0.Add(time.Minute)) {
+		t.Errorf("Ready = %+v", c)
+	}
+	// Without a Ready from the engine (operator render's preview), a
+	// template's conditions are left alone.
+	got, err = Desired(parent(nil), map[string]any{"conditions": []any{
+		map[string]any{"type": "Ready", "status": "True", "reason": "Mine", "message": "m"}}}, []metav1.Condition{ok}, t0)
+	if err != nil || Find(got, ConditionReady) == nil {
+		t.Errorf("template's Ready dropped without the engine's: %v %v", got, err)
+	}
+}
+
+func TestNewCondition(t *testing.T) {
+	c := New(ConditionReady, metav1.ConditionFalse, "not a reason!", ReasonChildFailed, "", 3)
+	if c.Reason != ReasonChildFailed || c.Message != ReasonChildFailed || c.ObservedGeneration != 3 {
+		t.Errorf("New = %+v", c)
+	}
+	c = New(ConditionReady, metav1.ConditionFalse, "BackoffLimitExceeded", ReasonChildFailed, strings.Repeat("x", 5000), 3)
+	if c.Reason != "BackoffLimitExceeded" || len(c.Message) != maxMessage+3 {
+		t.Errorf("New = %s, %d", c.Reason, len(c.Message))
 	}
 }

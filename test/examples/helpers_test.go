@@ -45,6 +45,14 @@ type kindFile struct {
 	Workers            int          `json:"workers,omitempty"`
 	AllowClusterScoped bool         `json:"allowClusterScoped,omitempty"`
 	Lookups            []lookupKind `json:"lookups,omitempty"`
+	// The kind's CRD in short (docs/schema.md): engine/crd generates
+	// crds/ from it, and the tests here check crds/.
+	Scope          string `json:"scope,omitempty"`
+	Plural         string `json:"plural,omitempty"`
+	Spec           any    `json:"spec,omitempty"`
+	Status         any    `json:"status,omitempty"`
+	PrinterColumns any    `json:"printerColumns,omitempty"`
+	Validation     any    `json:"validation,omitempty"`
 }
 
 // lookupKind is one entry of kind.yaml lookups: a kind templates may read.

@@ -44,6 +44,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	klog.InitFlags(fs)
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("v"))
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("vmodule"))
-	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out), NewRBACCommand())
+	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out), NewRBACCommand(), NewCreateCommand(),
+		NewLintCommand(), NewCRDCommand())
 	return cmd
 }

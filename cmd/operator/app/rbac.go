@@ -16,6 +16,7 @@ type rbacFlags struct {
 	serviceAccount string
 	name           string
 	output         string
+	installCRDs    bool
 }
 
 // defaultCRDs is read by --crds when it is not given and it exists.
@@ -46,6 +47,7 @@ scheme. The output is deterministic: regenerate it whenever the folders change.`
 	fl.StringVar(&f.serviceAccount, "service-account", rbac.DefaultServiceAccount, "the operator's ServiceAccount")
 	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")
+	fl.BoolVar(&f.installCRDs, "install-crds", false, "also grant what run --install-crds needs: get and patch on exactly these folders' CRDs, and create")
 	_ = cmd.MarkFlagRequired("templates")
 	return cmd
 }
@@ -63,7 +65,8 @@ func runRBAC(cmd *cobra.Command, f *rbacFlags) error {
 	errOut := cmd.ErrOrStderr()
 	out, err := rbac.Generate(rbac.Options{
 		Templates: f.templates, CRDs: crds, Namespace: f.namespace, ServiceAccount: f.serviceAccount, Name: f.name,
-		Warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
+		InstallCRDs: f.installCRDs,
+		Warn:        func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,7 @@
 package app
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -21,6 +21,8 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
+	"github.com/tmplop/operator/engine/crd"
+	"github.com/tmplop/operator/engine/crdinstall"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -41,6 +43,7 @@ type runFlags struct {
 	cpuProfile     string
 	memProfile     string
 	configMaps     string
+	installCRDs    bool
 	leader         leaderFlags
 	serve          serveFlags
 }
@@ -66,7 +69,7 @@ func NewRunCommand() *cobra.Command {
 	// limit only made the operator slower than the server (docs/benchmarks.md).
 	fl.Float32Var(&f.qps, "qps", -1, "client-side limit of queries per second to the API server (-1: none)")
 	fl.IntVar(&f.burst, "burst", 0, "burst of queries above --qps (with --qps > 0)")
-	fl.DurationVar(&f.reload, "reload-interval", 5*time.Second, "how often to look for added, changed or removed kind folders (0: never)")
+	fl.DurationVar(&f.reload, "reload-interval", controller.DefaultReloadInterval, "how often to look again for added, changed or removed kind folders, a safety net behind the file events of --templates and the watch of --configmap-selector (0: never); when the templates directory cannot be watched and this flag is not given: 5s")
 	fl.StringVar(&f.stateNamespace, "state-namespace", "", "namespace of the operator's own records (default: the Pod's namespace in-cluster, else the kubeconfig context's, else default)")
 	fl.DurationVar(&f.budget.Timeout, "render-timeout", render.DefaultTimeout, "wall time of one render; a render that outlives it is abandoned and reported")
 	fl.Int64Var(&f.budget.MaxOutputBytes, "render-max-output", render.DefaultMaxOutputBytes, "bytes one render may produce (output, include and tpl results, function results)")
@@ -79,6 +82,7 @@ func NewRunCommand() *cobra.Command {
 	_ = fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile to this file on exit")
 	_ = fl.MarkHidden("mem-profile")
+	fl.BoolVar(&f.installCRDs, "install-crds", false, "before a kind starts or restarts, server-side apply its folder's CRD (crd.yaml, or generated from kind.yaml's schema) and wait until it is Established; a change that drops a served or stored version, or removes a field a stored object sets, is refused (docs/live.md)")
 	addLeaderFlags(fl, &f.leader)
 	addServeFlags(fl, &f.serve)
 	return cmd
@@ -121,16 +125,13 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	// the only source; ConfigMaps alone is the in-cluster way.
 	useDir := f.configMaps == "" || cmd.Flags().Changed("templates")
 	if useDir {
-		kinds, skipped, err := catalog.Load(f.templates)
+		kinds, _, err := catalog.Load(f.templates)
 		if err != nil {
 			return err
 		}
-		if len(kinds) == 0 && f.configMaps == "" {
-			errs := []error{fmt.Errorf("no valid kind folder in %s", f.templates)}
-			for _, s := range skipped {
-				errs = append(errs, s)
-			}
-			return errors.Join(errs...)
+		if len(kinds) == 0 {
+			// Served as they appear; broken folders are logged by the sync.
+			log.Info(fmt.Sprintf("No kind folder yet in %s; waiting for one", f.templates))
 		}
 	}
 	setMemoryLimit(log)
@@ -159,10 +160,18 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer stopEvents()
+	var installCRD func(context.Context, *catalog.Kind) error
+	if f.installCRDs {
+		inst, err := crdinstall.New(cfg, f.fieldManager, crd.ForKind, crd.ErrNoSchema)
+		if err != nil {
+			return err
+		}
+		installCRD = inst.Install
+	}
 	mgr, err := controller.NewManager(ctx, cfg, controller.Options{
 		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
 		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
-		Standby: f.leader.enabled,
+		Standby: f.leader.enabled, InstallCRD: installCRD,
 	})
 	if err != nil {
 		return err
@@ -174,7 +183,16 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	defer stopServing()
 	var sources []controller.Folders
 	if useDir {
-		sources = append(sources, controller.Dir(f.templates))
+		w, err := controller.WatchDir(ctx, f.templates)
+		if err != nil {
+			if !cmd.Flags().Changed("reload-interval") {
+				f.reload = controller.PollReloadInterval
+			}
+			log.Error(err, "No file events for the templates directory; polling it instead", "reloadInterval", f.reload.String())
+			sources = append(sources, controller.Dir(f.templates))
+		} else {
+			sources = append(sources, w)
+		}
 	}
 	if f.configMaps != "" {
 		if _, err := labels.Parse(f.configMaps); err != nil {

@@ -1,0 +1,122 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/crd"
+	"github.com/tmplop/operator/engine/lint"
+)
+
+type lintFlags struct {
+	templates string
+	examples  []string
+	crds      []string
+	output    string
+	failOn    string
+}
+
+// NewLintCommand checks kind folders without a cluster.
+func NewLintCommand() *cobra.Command {
+	f := &lintFlags{}
+	cmd := &cobra.Command{
+		Use:   "lint --templates DIR [--examples DIR] [--crds DIR] [-o text|json]",
+		Short: "Check kind folders without a cluster: templates, renders against samples, children, status and CRDs",
+		Long: `lint reports, without a cluster, what can be known about the kind folders of --templates before
+the operator serves them: kind.yaml and template errors, renders of every child template and
+status.yaml against each sample object of the folder's kind in --examples and against an object
+with an empty spec (lookups read nothing), children that lack apiVersion, kind or a name, set
+fields the engine owns, leave the object's namespace or are rendered twice, lookups of kinds
+kind.yaml does not declare, and status fields or CRDs that would lose what status.yaml and the
+engine write. One finding per line, file:line: severity code message (-o json: a JSON array).
+The exit status is 1 when there is an error (or a finding as bad as --fail-on). Codes: docs/lint.md.
+
+--examples and --crds default to the examples and crds directories next to --templates, when
+they exist.`,
+		Example: "  operator lint --templates templates\n  operator lint --templates templates -o json",
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runLint(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind, or one kind folder")
+	fl.StringArrayVar(&f.examples, "examples", nil, "directory or file of sample objects (repeatable; default: examples next to --templates if it exists)")
+	fl.StringArrayVar(&f.crds, "crds", nil, "directory or file of CustomResourceDefinitions (repeatable; default: crds next to --templates if it exists)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding is this bad or worse: error, warning or info")
+	return cmd
+}
+
+func runLint(cmd *cobra.Command, f *lintFlags) error {
+	if f.output != "text" && f.output != "json" {
+		return fmt.Errorf("--output %q: want text or json", f.output)
+	}
+	failOn, err := lint.ParseSeverity(f.failOn)
+	if err != nil {
+		return fmt.Errorf("--fail-on: %w", err)
+	}
+	examples, crds := f.examples, f.crds
+	if !cmd.Flags().Changed("examples") {
+		examples = besideTemplates(f.templates, "examples")
+	}
+	if !cmd.Flags().Changed("crds") {
+		crds = besideTemplates(f.templates, "crds")
+	}
+	files, findings := lint.ReadCRDFiles(crds...)
+	found, err := lint.Run(cmd.Context(), lint.Options{Templates: f.templates, Examples: examples, CRDs: crdSource(files)})
+	if err != nil {
+		return err
+	}
+	findings = lint.Sort(append(findings, found...))
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		err = lint.WriteJSON(out, findings)
+	} else {
+		err = lint.WriteText(out, findings)
+	}
+	if err != nil {
+		return err
+	}
+	if n := lint.Count(findings, failOn); n > 0 {
+		return &lintFailed{n: n, sev: failOn}
+	}
+	return nil
+}
+
+// crdSource is where lint finds a kind's CRD: the folder's own (its
+// crd.yaml, or the one generated from kind.yaml's schema), else the --crds
+// files.
+func crdSource(files *lint.CRDFiles) lint.CRDSource {
+	return lint.Chain(lint.KindCRD(crd.ForKind, crd.ErrNoSchema), files)
+}
+
+// lintFailed is a lint with findings at --fail-on or worse.
+type lintFailed struct {
+	n   int
+	sev lint.Severity
+}
+
+func (e *lintFailed) Error() string {
+	if e.sev == lint.Error {
+		return fmt.Sprintf("lint: %d error(s)", e.n)
+	}
+	return fmt.Sprintf("lint: %d finding(s) of severity %s or worse", e.n, e.sev)
+}
+
+// besideTemplates returns the directory name next to the templates
+// directory (next to the folder's parent when templates is one kind
+// folder), when it exists.
+func besideTemplates(templates, name string) []string {
+	root := templates
+	if _, err := os.Stat(filepath.Join(templates, catalog.KindFile)); err == nil {
+		root = filepath.Dir(filepath.Clean(templates))
+	}
+	dir := filepath.Join(filepath.Dir(filepath.Clean(root)), name)
+	if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		return []string{dir}
+	}
+	return nil
+}

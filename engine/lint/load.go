@@ -1,0 +1,197 @@
+package lint
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing/fstest"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/render"
+)
+
+// Reserved names of a folder, as engine/render reads them.
+const (
+	statusFile = "status.yaml"
+	crdFile    = "crd.yaml"
+)
+
+// folder is one kind folder being linted.
+type folder struct {
+	dir  string // as found under Options.Templates
+	kind *catalog.Kind
+	// templates holds the text of every template file: helpers, children
+	// and status.yaml, by file name.
+	templates map[string]string
+	kindYAML  string
+	// fileSets are the per-child sets of fileSet, built when first needed.
+	fileSets map[string]*render.Set
+	// required are the literal messages of required calls, by file.
+	required map[string][]string
+}
+
+// at is a finding about a file of the folder.
+func (f *folder) at(file string, line int, code, format string, args ...any) Finding {
+	return Finding{File: path(f.dir, file), Line: line, Severity: severityOf[code], Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// isTemplate tells the files engine/render parses (see render.ParseFS).
+func isTemplate(name string) bool {
+	switch {
+	case strings.HasPrefix(name, "."):
+		return false
+	case strings.HasPrefix(name, "_"):
+		return true
+	case name == catalog.KindFile, name == crdFile:
+		return false
+	}
+	ext := filepath.Ext(name)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// loadFolder loads dir as the catalog does, and reports every problem of
+// every file rather than the first: kind.yaml on its own, each template
+// parsed on its own. kind is nil when the folder would not load.
+func loadFolder(dir string) (*folder, []Finding) {
+	f := &folder{dir: dir, templates: map[string]string{}, fileSets: map[string]*render.Set{}}
+	var out []Finding
+	data, err := os.ReadFile(filepath.Join(dir, catalog.KindFile))
+	if err != nil {
+		return f, []Finding{f.at(catalog.KindFile, 0, CodeKindYAML, "%v", err)}
+	}
+	f.kindYAML = string(data)
+	if _, err := catalog.LoadKindFS(filepath.Base(dir), dir, fstest.MapFS{catalog.KindFile: {Data: data}}); err != nil {
+		msg := strings.TrimPrefix(err.Error(), catalog.KindFile+": ")
+		out = append(out, f.at(catalog.KindFile, kindYAMLLine(f.kindYAML, msg), CodeKindYAML, "%s", msg))
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return f, append(out, f.at("", 0, CodeFolder, "%v", err))
+	}
+	defined := map[string]string{} // define name -> file that defines it first
+	for _, e := range entries {
+		name := e.Name()
+		if !isTemplate(name) {
+			continue
+		}
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.IsDir() {
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			out = append(out, f.at(name, 0, CodeFolder, "%v", err))
+			continue
+		}
+		f.templates[name] = string(text)
+		// Each file alone, so that every broken file is reported, not the
+		// first of the set.
+		set, err := render.Parse(map[string]string{name: string(text)})
+		if err != nil {
+			var re *render.Error
+			if errors.As(err, &re) {
+				out = append(out, f.at(name, re.Line, CodeParse, "%s", re.Message))
+			} else {
+				out = append(out, f.at(name, 0, CodeParse, "%v", err))
+			}
+			continue
+		}
+		trees := set.Trees()
+		var defines []string
+		for t := range trees {
+			if t != name {
+				defines = append(defines, t)
+			}
+		}
+		slices.Sort(defines)
+		for _, d := range defines {
+			// Files are read in name order: the later file's define wins.
+			if first, dup := defined[d]; dup {
+				out = append(out, f.at(name, treeLine(trees[d], trees[d].Root), CodeDuplicateDefine,
+					"template %q is also defined in %s; the definition of the file last in name order (this one) wins", d, first))
+				continue
+			}
+			defined[d] = name
+		}
+	}
+	for _, fd := range out {
+		if fd.Severity == Error {
+			return f, out
+		}
+	}
+	k, err := catalog.LoadKind(dir)
+	if err != nil {
+		var re *render.Error
+		if errors.As(err, &re) && re.Template != "" {
+			return f, append(out, f.at(re.Template, re.Line, CodeParse, "%s", re.Message))
+		}
+		file, msg := "", err.Error()
+		if before, after, ok := strings.Cut(msg, ": "); ok && (before == statusFile || before == catalog.KindFile) {
+			file, msg = before, after
+		}
+		return f, append(out, f.at(file, 0, CodeFolder, "%s", msg))
+	}
+	f.kind = k
+	return f, out
+}
+
+// servedKind reads the apiVersion and kind of a kind.yaml that may not
+// load, so that the samples of a broken folder are not reported as
+// samples no folder serves.
+func servedKind(kindYAML string) (apiVersion, kind string) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	_ = yaml.Unmarshal([]byte(kindYAML), &head)
+	return head.APIVersion, head.Kind
+}
+
+var (
+	yamlLineRe     = regexp.MustCompile(`yaml: line (\d+):`)
+	unknownFieldRe = regexp.MustCompile(`unknown field "([^"]+)"`)
+)
+
+// kindYAMLLine finds the line of kind.yaml an error is about: the YAML
+// parser's line, or the line of an unknown field's key.
+func kindYAMLLine(text, msg string) int {
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	if m := unknownFieldRe.FindStringSubmatch(msg); m != nil {
+		field := m[1]
+		if i := strings.LastIndexByte(field, '.'); i >= 0 {
+			field = field[i+1:]
+		}
+		return keyLine(text, field)
+	}
+	return 0
+}
+
+// keyLine is the 1-based line of the first `key:` in text (the key plain
+// or quoted, possibly after "- "), 0 when there is none.
+func keyLine(text, key string) int {
+	q := regexp.QuoteMeta(key)
+	re := regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:` + q + `|"` + q + `"|'` + q + `')[ \t]*:`)
+	if loc := re.FindStringIndex(text); loc != nil {
+		return strings.Count(text[:loc[0]], "\n") + 1
+	}
+	return 0
+}
+
+// textLine is the 1-based line of the first occurrence of s in text, 0 when
+// there is none.
+func textLine(text, s string) int {
+	if i := strings.Index(text, s); i >= 0 {
+		return strings.Count(text[:i], "\n") + 1
+	}
+	return 0
+}

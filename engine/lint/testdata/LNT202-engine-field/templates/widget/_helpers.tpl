@@ -1,0 +1,4 @@
+{{- define "widget.labels" -}}
+app: widget
+app.kubernetes.io/managed-by: operator
+{{- end }}

@@ -1,0 +1,186 @@
+package author
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tmplop/operator/test/cluster"
+	"github.com/tmplop/operator/test/harness"
+)
+
+// installGroup is the install test's own: no other test serves or installs it.
+const installGroup = "install.author.tmplop.io"
+
+var (
+	widgets      = schema.GroupVersionResource{Group: installGroup, Version: "v1", Resource: "widgets"}
+	crdsResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+)
+
+// TestInstallCRDs runs the operator with --install-crds on a folder that
+// carries its own crd.yaml: the CRD is installed and Established and an
+// object reconciles; a crd.yaml that removes a field an object sets is
+// refused (the CRD stays as it was, the log names the field and the
+// object); a crd.yaml that only adds a field is applied.
+func TestInstallCRDs(t *testing.T) {
+	ctx := context.Background()
+	crdName := "widgets." + installGroup
+	// A run killed before its cleanup may have left it on a shared plane.
+	if _, err := env.Kubectl(ctx, "delete", "crd", crdName, "--ignore-not-found", "--wait=true", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Kubectl(context.Background(), "delete", "crd", crdName, "--wait=false") })
+	ns := env.Namespace(t)
+	templates := t.TempDir()
+	folder := filepath.Join(templates, "widget")
+	if err := os.CopyFS(folder, os.DirFS(filepath.Join("testdata", "install", "widget"))); err != nil {
+		t.Fatal(err)
+	}
+	original, err := os.ReadFile(filepath.Join(folder, "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const manager = "author-install"
+	op := harness.StartOperator(t, bin, "run", "--kubeconfig", env.Kubeconfig, "--templates", templates, "--install-crds",
+		"--namespace", ns, "--state-namespace", ns, "--field-manager", manager)
+
+	t.Log("the folder's CRD is installed, Established, and its objects reconcile")
+	liveWaitOutput(t, op, 60*time.Second, "Serving kind")
+	crd := installGetCRD(t, crdName)
+	if !installEstablished(crd) {
+		t.Fatalf("CRD %s is served but not Established: %+v", crdName, crd.Status.Conditions)
+	}
+	if !installAppliedBy(crd, manager) {
+		t.Errorf("CRD %s was not applied (server-side) by field manager %s: %+v", crdName, manager, crd.ManagedFields)
+	}
+	installCreateWidget(t, ns, "w1", map[string]any{"message": "hi", "replicas": int64(2)})
+	liveWaitChild(t, ns, "w1-child", 30*time.Second, map[string]string{"message": "hi", "replicas": "2"})
+
+	t.Log("a crd.yaml that removes a field an object sets is refused")
+	removed := strings.Replace(string(original), "                replicas: {type: integer}\n", "", 1)
+	if removed == string(original) {
+		t.Fatal("testdata crd.yaml has no replicas field to remove")
+	}
+	if err := os.WriteFile(filepath.Join(folder, "crd.yaml"), []byte(removed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Eventually(t, 15*time.Second, "the operator logs the refused CRD change", func(context.Context) (bool, error) {
+		line := liveLastLine(op.Output(), "its CRD was not installed")
+		if line == "" {
+			return false, nil
+		}
+		for _, want := range []string{"refused", "spec.replicas", ns + "/w1", "lastGoodVersionServed=true"} {
+			if !strings.Contains(line, want) {
+				return false, fmt.Errorf("the log line has no %q: %s", want, line)
+			}
+		}
+		t.Logf("operator log: %s", line)
+		return true, nil
+	})
+	crd = installGetCRD(t, crdName)
+	if _, ok := installSpecFields(t, crd)["replicas"]; !ok {
+		t.Fatalf("CRD %s lost spec.replicas although the change was refused", crdName)
+	}
+	w1, err := dyn.Resource(widgets).Namespace(ns).Get(ctx, "w1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(w1.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("w1 spec.replicas = %d after the refused change, want 2", r)
+	}
+	// The last good version goes on serving.
+	installCreateWidget(t, ns, "w2", map[string]any{"message": "after the refusal", "replicas": int64(5)})
+	liveWaitChild(t, ns, "w2-child", 30*time.Second, map[string]string{"message": "after the refusal", "replicas": "5"})
+
+	t.Log("a crd.yaml that only adds a field is applied")
+	added := strings.Replace(string(original), "                replicas: {type: integer}\n",
+		"                replicas: {type: integer}\n                color: {type: string}\n", 1)
+	if err := os.WriteFile(filepath.Join(folder, "crd.yaml"), []byte(added), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Eventually(t, 15*time.Second, "the CRD has the added field", func(ctx context.Context) (bool, error) {
+		crd := installGetCRD(t, crdName)
+		fields := installSpecFields(t, crd)
+		_, color := fields["color"]
+		_, replicas := fields["replicas"]
+		return color && replicas && installEstablished(crd), nil
+	})
+	liveWaitOutput(t, op, 15*time.Second, "CRD updated")
+	patch := []byte(`{"spec":{"color":"red"}}`)
+	w1, err = dyn.Resource(widgets).Namespace(ns).Patch(ctx, "w1", types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := unstructured.NestedString(w1.Object, "spec", "color"); c != "red" {
+		t.Errorf("w1 spec.color = %q after the added field, want red (pruned?)", c)
+	}
+	if !op.Alive() {
+		t.Fatalf("the operator exited:\n%s", op.Output())
+	}
+}
+
+func installCreateWidget(t *testing.T, ns, name string, spec map[string]any) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": installGroup + "/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     spec,
+	}}
+	if _, err := dyn.Resource(widgets).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Widget %s: %v", name, err)
+	}
+}
+
+func installGetCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	u, err := dyn.Resource(crdsResource).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get CRD %s: %v", name, err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+		t.Fatal(err)
+	}
+	return &crd
+}
+
+func installEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func installAppliedBy(crd *apiextensionsv1.CustomResourceDefinition, manager string) bool {
+	for _, m := range crd.ManagedFields {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// installSpecFields are the properties of spec in the CRD's v1 schema.
+func installSpecFields(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) map[string]apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	for _, v := range crd.Spec.Versions {
+		if v.Name == "v1" && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			return v.Schema.OpenAPIV3Schema.Properties["spec"].Properties
+		}
+	}
+	t.Fatalf("CRD %s has no v1 schema", crd.Name)
+	return nil
+}
