@@ -38,16 +38,16 @@ k apply --server-side -f examples/
 
 echo "demo: waiting for every example to be Reconciled..."
 for _ in $(seq 60); do
-  pending=$(k get memcached,helloworld,appservice,at,mydaemonset -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Reconciled")].status}{"\n"}{end}' | grep -vc True || true)
+  pending=$(k get memcached,helloworld,appservice,at,mydaemonset,migratedapp -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Reconciled")].status}{"\n"}{end}' | grep -vc True || true)
   [ "$pending" = 0 ] && break
   sleep 1
 done
 sleep 2 # let the Pods' readiness reach the status
 
 echo; echo "== The custom resources"
-k get memcached,helloworld,appservice,at,mydaemonset
+k get memcached,helloworld,appservice,at,mydaemonset,migratedapp
 echo; echo "== Their children"
-k get deployments,services,pods -l app.kubernetes.io/managed-by=operator -o wide
+k get deployments,services,pods,jobs -l app.kubernetes.io/managed-by=operator -o wide
 echo; echo "== The Memcached's status, written by templates/memcached/status.yaml"
 k get memcached memcached-sample -o jsonpath='{.status}' | sed 's/^/  /'; echo
 echo

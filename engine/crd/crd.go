@@ -23,8 +23,12 @@ var ErrNoSchema = errors.New("no CRD: kind.yaml has no spec, status, printerColu
 // The printer columns every generated CRD ends with, unless the folder
 // names columns so.
 const (
-	ReconciledColumn = "Reconciled"
-	AgeColumn        = "Age"
+	// ReadyColumn is the status of the Ready condition (docs/readiness.md):
+	// what `kubectl get` users, `kubectl wait` and GitOps tools look at.
+	ReadyColumn = "Ready"
+	// ReasonColumn is its reason, with -o wide.
+	ReasonColumn = "Reason"
+	AgeColumn    = "Age"
 )
 
 // ForKind returns the kind's CRD: its crd.yaml, checked against kind.yaml,
@@ -240,8 +244,10 @@ func printerColumns(root *apiextensionsv1.JSONSchemaProps, cols []apiextensionsv
 		}
 	}
 	for _, d := range []apiextensionsv1.CustomResourceColumnDefinition{
-		{Name: ReconciledColumn, Type: "string", Description: "Status of the Reconciled condition the operator writes.",
-			JSONPath: `.status.conditions[?(@.type=="Reconciled")].status`},
+		{Name: ReadyColumn, Type: "string", Description: "Status of the Ready condition: every child is applied and ready.",
+			JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+		{Name: ReasonColumn, Type: "string", Priority: 1, Description: "Reason of the Ready condition.",
+			JSONPath: `.status.conditions[?(@.type=="Ready")].reason`},
 		{Name: AgeColumn, Type: "date", JSONPath: ".metadata.creationTimestamp"},
 	} {
 		if !seen[strings.ToLower(d.Name)] {

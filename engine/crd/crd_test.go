@@ -122,8 +122,8 @@ func TestForKind(t *testing.T) {
 	for _, col := range v.AdditionalPrinterColumns {
 		names = append(names, col.Name)
 	}
-	if got := strings.Join(names, ","); got != "Reconciled,Age" {
-		t.Errorf("columns %s, want Reconciled,Age", got)
+	if got := strings.Join(names, ","); got != "Ready,Reason,Age" {
+		t.Errorf("columns %s, want Ready,Reason,Age", got)
 	}
 	if crd.SourceFile(k) != "kind.yaml" {
 		t.Errorf("SourceFile = %s", crd.SourceFile(k))

@@ -67,7 +67,19 @@ func loadFolder(dir string) (*folder, []Finding) {
 		return f, []Finding{f.at(catalog.KindFile, 0, CodeKindYAML, "%v", err)}
 	}
 	f.kindYAML = string(data)
-	if _, err := catalog.LoadKindFS(filepath.Base(dir), dir, fstest.MapFS{catalog.KindFile: {Data: data}}); err != nil {
+	// kind.yaml on its own, beside the names of the folder's other files
+	// (empty, so that a broken template is reported once, for its own
+	// file): the dependsOn and crd.yaml checks need to know them.
+	// status.yaml has its own finding (LNT003).
+	alone := fstest.MapFS{catalog.KindFile: {Data: data}}
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if e.Type().IsRegular() && e.Name() != catalog.KindFile && e.Name() != statusFile {
+				alone[e.Name()] = &fstest.MapFile{}
+			}
+		}
+	}
+	if _, err := catalog.LoadKindFS(filepath.Base(dir), dir, alone); err != nil {
 		msg := strings.TrimPrefix(err.Error(), catalog.KindFile+": ")
 		out = append(out, f.at(catalog.KindFile, kindYAMLLine(f.kindYAML, msg), CodeKindYAML, "%s", msg))
 	}

@@ -114,7 +114,7 @@ func scaffoldApply(t *testing.T, args ...string) {
 
 // scaffoldWaitReady waits for the object's Deployment (named after it, in childNS)
 // to have replicas Pods, and for the object's status to report them ready
-// with Reconciled True for its current generation.
+// with Ready True for its current generation.
 func scaffoldWaitReady(t *testing.T, res schema.GroupVersionResource, ns, name, childNS string, replicas int64) {
 	t.Helper()
 	cluster.Eventually(t, 90*time.Second, fmt.Sprintf("%s %s: Deployment and status of %d ready Pods", res.Resource, name, replicas), func(ctx context.Context) (bool, error) {
@@ -134,12 +134,12 @@ func scaffoldWaitReady(t *testing.T, res schema.GroupVersionResource, ns, name, 
 		reconciled := ""
 		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Reconciled" {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
 				reconciled = fmt.Sprint(m["status"], " ", m["reason"], ": ", m["message"])
 			}
 		}
 		if !found || ready != replicas || gen != o.GetGeneration() || !strings.HasPrefix(reconciled, "True ") {
-			return false, fmt.Errorf("status: readyReplicas %d (set %v), observedGeneration %d of %d, Reconciled %q",
+			return false, fmt.Errorf("status: readyReplicas %d (set %v), observedGeneration %d of %d, Ready %q",
 				ready, found, gen, o.GetGeneration(), reconciled)
 		}
 		return true, nil
@@ -147,7 +147,7 @@ func scaffoldWaitReady(t *testing.T, res schema.GroupVersionResource, ns, name, 
 }
 
 // scaffoldColumns checks `kubectl <args>`: the scaffold's columns (Replicas, Ready)
-// then engine/crd's (Reconciled, Age), and name's row.
+// then engine/crd's (Ready, Age; Reason with -o wide), and name's row.
 func scaffoldColumns(t *testing.T, args []string, name string, want ...string) {
 	t.Helper()
 	out, err := env.Kubectl(t.Context(), args...)
@@ -155,8 +155,8 @@ func scaffoldColumns(t *testing.T, args []string, name string, want ...string) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if got := strings.Join(strings.Fields(lines[0]), " "); got != "NAME REPLICAS READY RECONCILED AGE" {
-		t.Errorf("kubectl %s: header %q, want NAME REPLICAS READY RECONCILED AGE:\n%s", strings.Join(args, " "), got, out)
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "NAME REPLICAS READYPODS READY AGE" {
+		t.Errorf("kubectl %s: header %q, want NAME REPLICAS READYPODS READY AGE:\n%s", strings.Join(args, " "), got, out)
 	}
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)

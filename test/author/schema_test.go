@@ -133,7 +133,7 @@ func TestSchema(t *testing.T) {
 		t.Errorf("update of an immutable field: %v", err)
 	}
 
-	// The printer columns: the folder's, then Reconciled and Age.
+	// The printer columns: the folder's, then Ready and Age.
 	out, err := env.Kubectl(ctx, "get", res.Resource, "-n", ns)
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +142,8 @@ func TestSchema(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("kubectl get:\n%s", out)
 	}
-	if header := strings.Join(strings.Fields(lines[0]), " "); header != "NAME OVENS BREAD RECONCILED AGE" {
-		t.Errorf("columns %q, want NAME OVENS BREAD RECONCILED AGE", header)
+	if header := strings.Join(strings.Fields(lines[0]), " "); header != "NAME OVENS BREAD READY AGE" {
+		t.Errorf("columns %q, want NAME OVENS BREAD READY AGE", header)
 	}
 	if row := strings.Fields(lines[1]); len(row) < 3 || row[0] != "corner" || row[1] != "2" || row[2] != "wheat" {
 		t.Errorf("row %q, want corner 2 wheat ...", lines[1])

@@ -53,6 +53,9 @@ type kindFile struct {
 	Status         any    `json:"status,omitempty"`
 	PrinterColumns any    `json:"printerColumns,omitempty"`
 	Validation     any    `json:"validation,omitempty"`
+	// Readiness and order (docs/readiness.md).
+	DependsOn any `json:"dependsOn,omitempty"`
+	ReadyWhen any `json:"readyWhen,omitempty"`
 }
 
 // lookupKind is one entry of kind.yaml lookups: a kind templates may read.

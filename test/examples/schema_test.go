@@ -300,8 +300,8 @@ func checkEngineStatusSchema(t *testing.T, status *openAPISchema) {
 func checkPrinterColumns(t *testing.T, v *crdVersion, root *openAPISchema) {
 	t.Helper()
 	want := map[string]string{
-		"Reconciled": `.status.conditions[?(@.type=="Reconciled")].status`,
-		"Age":        ".metadata.creationTimestamp",
+		"Ready": `.status.conditions[?(@.type=="Ready")].status`,
+		"Age":   ".metadata.creationTimestamp",
 	}
 	for _, col := range v.AdditionalPrinterColumns {
 		if path, ok := want[col.Name]; ok {

@@ -159,8 +159,9 @@ func testExamples(t *testing.T) {
 		{Group: "app.example.com", Version: "v1", Resource: "appservices"},
 		{Group: "cnat.programming-kubernetes.info", Version: "v1alpha1", Resource: "ats"},
 		{Group: "apps.zhongmingmao.io", Version: "v1beta1", Resource: "mydaemonsets"},
+		{Group: "demo.tmplop.io", Version: "v1alpha1", Resource: "migratedapps"},
 	} {
-		cluster.Eventually(t, 60*time.Second, gvr.Resource+" reconciled", func(ctx context.Context) (bool, error) {
+		cluster.Eventually(t, 90*time.Second, gvr.Resource+" reconciled", func(ctx context.Context) (bool, error) {
 			list, err := dyn.Resource(gvr).Namespace(testNS).List(ctx, metav1.ListOptions{})
 			if err != nil || len(list.Items) == 0 {
 				return false, err
@@ -169,6 +170,15 @@ func testExamples(t *testing.T) {
 				c := condition(&o, "Reconciled")
 				if c == nil || c.Status != metav1.ConditionTrue {
 					return false, errorf("%s %s: Reconciled %+v", gvr.Resource, o.GetName(), c)
+				}
+			}
+			if gvr.Resource == "migratedapps" {
+				// Its Deployment waits for the migration Job: Ready
+				// says when both are done.
+				for _, o := range list.Items {
+					if c := condition(&o, "Ready"); c == nil || c.Status != metav1.ConditionTrue {
+						return false, errorf("%s %s: Ready %+v", gvr.Resource, o.GetName(), c)
+					}
 				}
 			}
 			return true, nil
