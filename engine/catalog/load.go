@@ -1,11 +1,14 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/tmplop/operator/engine/render"
 )
 
 // FolderError is a kind folder that could not be loaded.
@@ -56,3 +59,61 @@ func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 	}
 	return kinds, skipped, nil
 }
+
+// LoadEvery loads the kind folders of dir, or dir itself when it holds a
+// kind.yaml, for the commands that describe folders rather than serve
+// them (operator rbac, operator crd). Unlike Load, which skips broken
+// folders so that the others still run, every folder that fails is an
+// error here: RBAC or CRDs for "the folders but one" would be wrong for
+// the one. Errors name the file and line, as path/file:line: message.
+func LoadEvery(dir string) ([]*Kind, error) {
+	if _, err := os.Stat(filepath.Join(dir, KindFile)); err == nil {
+		k, err := LoadKind(dir)
+		if err != nil {
+			return nil, locate(dir, err)
+		}
+		return []*Kind{k}, nil
+	}
+	kinds, skipped, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, s := range skipped {
+		errs = append(errs, locate(s.Dir, s.Err))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(kinds) == 0 {
+		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, KindFile)
+	}
+	return kinds, nil
+}
+
+// locate puts the folder's path before the file:line of err.
+func locate(dir string, err error) error {
+	var re *render.Error
+	if errors.As(err, &re) && re.Template != "" {
+		return &located{path: filepath.Join(dir, re.Template), err: re}
+	}
+	if strings.HasPrefix(err.Error(), KindFile+":") {
+		return fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
+	}
+	return fmt.Errorf("%s: %w", dir, err)
+}
+
+// located is a render error with the path of its file: path:line: message.
+type located struct {
+	path string
+	err  *render.Error
+}
+
+func (l *located) Error() string {
+	if l.err.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", l.path, l.err.Line, l.err.Message)
+	}
+	return l.path + ": " + l.err.Message
+}
+
+func (l *located) Unwrap() error { return l.err }

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -139,7 +137,7 @@ type File struct {
 // each folder that has no CRD (ErrNoSchema). A folder that does not load
 // or whose CRD cannot be made is an error, and then no file is returned.
 func Files(templates string) (files []File, warnings []string, err error) {
-	kinds, err := loadFolders(templates)
+	kinds, err := catalog.LoadEvery(templates)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,39 +164,4 @@ func Files(templates string) (files []File, warnings []string, err error) {
 		return nil, warnings, errors.Join(errs...)
 	}
 	return files, warnings, nil
-}
-
-// loadFolders loads templates: one kind folder, or every kind folder in it.
-func loadFolders(dir string) ([]*catalog.Kind, error) {
-	if _, err := os.Stat(filepath.Join(dir, catalog.KindFile)); err == nil {
-		k, err := catalog.LoadKind(dir)
-		if err != nil {
-			return nil, folderError(dir, err)
-		}
-		return []*catalog.Kind{k}, nil
-	}
-	kinds, skipped, err := catalog.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, s := range skipped {
-		errs = append(errs, folderError(s.Dir, s.Err))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if len(kinds) == 0 {
-		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, catalog.KindFile)
-	}
-	return kinds, nil
-}
-
-// folderError puts the folder before a kind.yaml error, so that it reads
-// templates/x/kind.yaml: spec.a: ...
-func folderError(dir string, err error) error {
-	if strings.HasPrefix(err.Error(), catalog.KindFile+":") {
-		return fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
-	}
-	return fmt.Errorf("%s: %w", dir, err)
 }

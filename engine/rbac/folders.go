@@ -3,73 +3,15 @@ package rbac
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/render"
 )
 
-// LoadFolders loads the kind folders of dir (or dir itself when it holds a
-// kind.yaml). Unlike catalog.Load, which skips broken folders so that the
-// others still run, every folder that fails is an error here: RBAC for
-// "the folders but one" would be wrong for the one. Errors name the file
-// and line, as path/file:line: message.
-func LoadFolders(dir string) ([]*catalog.Kind, error) {
-	if _, err := os.Stat(filepath.Join(dir, catalog.KindFile)); err == nil {
-		k, err := catalog.LoadKind(dir)
-		if err != nil {
-			return nil, folderError(dir, err)
-		}
-		return []*catalog.Kind{k}, nil
-	}
-	kinds, skipped, err := catalog.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, s := range skipped {
-		errs = append(errs, folderError(s.Dir, s.Err))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if len(kinds) == 0 {
-		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, catalog.KindFile)
-	}
-	return kinds, nil
-}
-
-// folderError puts the folder's path before the file:line of err.
-func folderError(dir string, err error) error {
-	var re *render.Error
-	if errors.As(err, &re) && re.Template != "" {
-		return &located{path: filepath.Join(dir, re.Template), err: re}
-	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, catalog.KindFile+":") {
-		return fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
-	}
-	return fmt.Errorf("%s: %w", dir, err)
-}
-
-// located is a render error with the path of its file: path:line: message.
-type located struct {
-	path string
-	err  *render.Error
-}
-
-func (l *located) Error() string {
-	if l.err.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", l.path, l.err.Line, l.err.Message)
-	}
-	return l.path + ": " + l.err.Message
-}
-
-func (l *located) Unwrap() error { return l.err }
+// LoadFolders loads every kind folder of dir, strictly (catalog.LoadEvery).
+func LoadFolders(dir string) ([]*catalog.Kind, error) { return catalog.LoadEvery(dir) }
 
 // Folder is what one kind folder needs.
 type Folder struct {
