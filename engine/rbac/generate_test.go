@@ -150,22 +150,7 @@ func mustStrict(t *testing.T, doc string, v any) {
 // the operator to a kind's own account, and what stays.
 func TestRolesOfIdentity(t *testing.T) {
 	t.Chdir(moduleRoot)
-	kinds, err := LoadFolders("engine/rbac/testdata/roots/mixed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var folders []*Folder
-	for _, k := range kinds {
-		f, err := AnalyzeFolder(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		folders = append(folders, f)
-	}
-	res, err := NewResources("engine/rbac/testdata/crds")
-	if err != nil {
-		t.Fatal(err)
-	}
+	folders, res := analyzed(t, "engine/rbac/testdata/roots/mixed", "engine/rbac/testdata/crds")
 	s := Objects(Options{}, folders, res)
 	roles := map[string][]rbacv1.PolicyRule{}
 	for _, o := range s.Objects {
@@ -420,27 +405,35 @@ func lineDiff(a, b string) string {
 	return out.String()
 }
 
+// analyzed loads and analyzes the folders of templates, with the
+// resources of the CRDs in crds.
+func analyzed(t *testing.T, templates, crds string) ([]*Folder, *Resources) {
+	t.Helper()
+	kinds, err := LoadFolders(templates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folders []*Folder
+	for _, k := range kinds {
+		f, err := AnalyzeFolder(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folders = append(folders, f)
+	}
+	res, err := NewResources(crds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return folders, res
+}
+
 // TestInstallCRDs: --install-crds may read and change exactly the folders'
 // own CRDs, and create (which RBAC cannot restrict by name).
 func TestInstallCRDs(t *testing.T) {
 	t.Chdir(moduleRoot)
 	for _, install := range []bool{false, true} {
-		kinds, err := LoadFolders("templates")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var folders []*Folder
-		for _, k := range kinds {
-			f, err := AnalyzeFolder(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			folders = append(folders, f)
-		}
-		res, err := NewResources("crds")
-		if err != nil {
-			t.Fatal(err)
-		}
+		folders, res := analyzed(t, "templates", "crds")
 		var got []rbacv1.PolicyRule
 		for _, o := range Objects(Options{InstallCRDs: install}, folders, res).Objects {
 			if r, ok := o.Object.(*rbacv1.ClusterRole); ok && r.Name == DefaultName {
