@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -16,12 +15,12 @@ import (
 // the function that flushes and stops it. Custom resources need no scheme
 // registration: their references come from their own apiVersion and kind.
 func NewEventRecorder(ctx context.Context, cfg *rest.Config, component string) (record.EventRecorder, func(), error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := typedcorev1.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events client: %w", err)
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(4)
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.Events("")})
 	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), b.Shutdown, nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -57,13 +57,13 @@ func startElection(ctx context.Context, cfg *rest.Config, f leaderFlags, lead fu
 		return nil, fmt.Errorf("leader election identity: %w", err)
 	}
 	identity := host + "_" + string(uuid.NewUUID())
-	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
+	cs, err := coordinationv1.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: f.namespace, Name: f.id},
-		Client:     cs.CoordinationV1(),
+		Client:     cs,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
 	e := &elector{done: make(chan struct{})}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -198,7 +198,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		if _, err := labels.Parse(f.configMaps); err != nil {
 			return fmt.Errorf("--configmap-selector: %w", err)
 		}
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := typedcorev1.NewForConfig(cfg)
 		if err != nil {
 			return err
 		}
