@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/apply"
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 )
@@ -38,7 +38,7 @@ const parentUIDIndex = "parent-uid"
 // from a name that is free. Split so, each event is received once.
 type childWatches struct {
 	ctx       context.Context
-	dyn       dynamic.Interface
+	watches   *cached.Client
 	meta      metadata.Interface
 	manager   string
 	namespace string
@@ -99,8 +99,8 @@ func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
 	}
 	selector := ownership.ManagedSelector(w.manager)
 	cw := &childWatch{
-		ours: startInformer(w.ctx, w.dyn, m.Resource, ns, selector, cache.Indexers{parentUIDIndex: byParentUID},
-			func(c *compactObject, deleted bool) { w.notify(gr, c, deleted) }),
+		ours: startInformer(w.ctx, w.watches, m.Resource, ns, selector, cache.Indexers{parentUIDIndex: byParentUID},
+			func(c *cached.Object, deleted bool) { w.notify(gr, c, deleted) }),
 		others: startMetadataInformer(w.ctx, w.meta, m.Resource, ns, ownership.UnmanagedSelector(w.manager),
 			func(p *metav1.PartialObjectMetadata, _ bool) {
 				w.wake(apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name})
@@ -124,7 +124,7 @@ func byParentUID(obj any) ([]string, error) {
 // our own apply is dropped: the parent that applied it already holds the
 // result, and re-queuing it is how a template that renders a new value
 // each time would write forever.
-func (w *childWatches) notify(gr schema.GroupResource, c *compactObject, deleted bool) {
+func (w *childWatches) notify(gr schema.GroupResource, c *cached.Object, deleted bool) {
 	key := apply.Key{GR: gr, Namespace: c.GetNamespace(), Name: c.GetName()}
 	w.wake(key)
 	if deleted {
@@ -184,7 +184,7 @@ func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*un
 	if err != nil || !exists {
 		return nil, false
 	}
-	c, ok := o.(*compactObject)
+	c, ok := o.(*cached.Object)
 	if !ok {
 		return nil, false
 	}
@@ -205,7 +205,7 @@ func (w *childWatches) Peek(gr schema.GroupResource, namespace, name string) (me
 	if err != nil || !exists {
 		return nil, false
 	}
-	c, ok := o.(*compactObject)
+	c, ok := o.(*cached.Object)
 	return c, ok
 }
 
@@ -243,7 +243,7 @@ func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []
 func (w *childWatches) managed(objs []any) []apply.Child {
 	out := make([]apply.Child, 0, len(objs))
 	for _, o := range objs {
-		if c, ok := o.(*compactObject); ok && c.GetLabels()[ownership.LabelManagedBy] == w.manager {
+		if c, ok := o.(*cached.Object); ok && c.GetLabels()[ownership.LabelManagedBy] == w.manager {
 			out = append(out, c)
 		}
 	}

@@ -5,25 +5,24 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/ownership"
 )
 
 // startInformer runs an informer of gvr in ns (all namespaces when "")
 // filtered by a label selector, until ctx is done. on is called for every
 // real change (not for resyncs), with deleted set on deletions. Objects are
-// cached compact (compactObject), without their managedFields.
-func startInformer(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, selector string,
-	indexers cache.Indexers, on func(obj *compactObject, deleted bool)) cache.SharedIndexInformer {
-	inf := newInformer(dyn, gvr, ns, selector, indexers)
+// cached compact (cached.Object), without their managedFields.
+func startInformer(ctx context.Context, lw *cached.Client, gvr schema.GroupVersionResource, ns, selector string,
+	indexers cache.Indexers, on func(obj *cached.Object, deleted bool)) cache.SharedIndexInformer {
+	inf := newInformer(lw, gvr, ns, selector, indexers)
 	if on != nil {
 		_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
-			if c, ok := obj.(*compactObject); ok {
+			if c, ok := obj.(*cached.Object); ok {
 				on(c, deleted)
 			}
 		}))
@@ -32,16 +31,15 @@ func startInformer(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupV
 	return inf
 }
 
-// newInformer is a dynamic informer that caches compact objects.
-func newInformer(dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, selector string, indexers cache.Indexers) cache.SharedIndexInformer {
+// newInformer is an informer of any resource that caches compact objects,
+// decoded from the API server's JSON straight into what the cache keeps.
+func newInformer(lw *cached.Client, gvr schema.GroupVersionResource, ns, selector string, indexers cache.Indexers) cache.SharedIndexInformer {
 	if indexers == nil {
 		indexers = cache.Indexers{}
 	}
 	indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
-	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, indexers,
-		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	_ = inf.SetTransform(compact)
-	return inf
+	return cache.NewSharedIndexInformer(lw.ListWatch(gvr, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+		&cached.Object{}, 0, indexers)
 }
 
 // startMetadataInformer runs a metadata-only informer of gvr in ns whose

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/reconcile"
@@ -74,12 +75,12 @@ func (c *kindController) run(ctx context.Context) {
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: c.kind.GVK.GroupKind().String()})
 	selector := c.kind.ObjectSelector()
-	informer := newInformer(c.client.Dynamic, mapping.Resource, c.namespace, selector, nil)
+	informer := newInformer(c.client.Cached, mapping.Resource, c.namespace, selector, nil)
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.add(queue, obj) },
 		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*compactObject)
-			n, ok2 := cur.(*compactObject)
+			o, ok1 := old.(*cached.Object)
+			n, ok2 := cur.(*cached.Object)
 			if ok1 && ok2 && needsReconcile(o, n) {
 				c.add(queue, cur)
 			}
@@ -170,7 +171,7 @@ func (c *kindController) sweep(ctx context.Context, m *meta.RESTMapping, informe
 	log := klog.FromContext(ctx)
 	exists := func(ctx context.Context, ns, name string) (types.UID, bool, error) {
 		if o, ok, _ := informer.GetIndexer().GetByKey(cacheKey(ns, name)); ok {
-			return o.(*compactObject).GetUID(), true, nil
+			return o.(*cached.Object).GetUID(), true, nil
 		}
 		live, err := c.client.Resource(m, ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -265,7 +266,7 @@ func (c *kindController) reconcileKey(ctx context.Context, key string) (res reco
 	if !exists {
 		return res, nil // deleted: garbage collection takes its children
 	}
-	u, err := obj.(*compactObject).Object()
+	u, err := obj.(*cached.Object).Object()
 	if err != nil {
 		return res, err
 	}

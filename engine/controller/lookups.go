@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/reconcile"
@@ -72,7 +72,7 @@ type lookupInformer struct {
 // re-reconciles exactly the parents whose render it could change.
 type lookupWatches struct {
 	ctx       context.Context
-	dyn       dynamic.Interface
+	watches   *cached.Client
 	namespace string // the operator's --namespace, "" for all
 	route     func(p parentRef)
 
@@ -91,19 +91,19 @@ func (w *lookupWatches) acquire(key lookupKey, user parentRef, client *kube.Clie
 		gvr := key.gvr
 		li = &lookupInformer{cancel: cancel, users: map[parentRef]bool{},
 			inf: startInformer(ctx, w.client(client), gvr, key.namespace, key.selector, nil,
-				func(c *compactObject, _ bool) { w.changed(gvr, c) })}
+				func(c *cached.Object, _ bool) { w.changed(gvr, c) })}
 		w.informers[key] = li
 	}
 	li.users[user] = true
 	return li.inf
 }
 
-// client is the dynamic client a cache of c's identity lists with.
-func (w *lookupWatches) client(c *kube.Client) dynamic.Interface {
+// client is the client a cache of c's identity lists and watches with.
+func (w *lookupWatches) client(c *kube.Client) *cached.Client {
 	if c == nil || c.Identity == "" {
-		return w.dyn
+		return w.watches
 	}
-	return c.Dynamic
+	return c.Cached
 }
 
 func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o metav1.Object) {
@@ -277,7 +277,7 @@ func (l *parentLookup) Get(apiVersion, kind, namespace, name string) (map[string
 	if err != nil || !ok {
 		return nil, err
 	}
-	u, err := o.(*compactObject).Object()
+	u, err := o.(*cached.Object).Object()
 	if err != nil {
 		return nil, err
 	}
@@ -305,9 +305,9 @@ func (l *parentLookup) List(apiVersion, kind, namespace, selector string) ([]map
 	} else {
 		objs = r.inf.GetIndexer().List()
 	}
-	var out []*compactObject
+	var out []*cached.Object
 	for _, o := range objs {
-		c := o.(*compactObject)
+		c := o.(*cached.Object)
 		if sel.Matches(labels.Set(c.GetLabels())) {
 			out = append(out, c)
 		}

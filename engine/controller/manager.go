@@ -10,8 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -126,15 +125,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := typedcorev1.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -143,19 +138,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 		return nil, err
 	}
 	m := &Manager{opts: opts, cfg: cfg, base: base, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
-		inventory: inventory.New(cs.CoreV1().ConfigMaps(opts.StateNamespace), name)}
+		inventory: inventory.New(cs.ConfigMaps(opts.StateNamespace), name)}
 	if !opts.Standby {
 		m.Lead()
 	}
 	m.children = &childWatches{
-		ctx: ctx, dyn: dyn, meta: md, manager: opts.FieldManager, namespace: opts.Namespace,
+		ctx: ctx, watches: base.Cached, meta: md, manager: opts.FieldManager, namespace: opts.Namespace,
 		route: m.routeChild,
 		byGR:  map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
 	}
 	m.applier = apply.NewApplier(m.children, m.children.routeParentOf)
 	m.children.applier = m.applier
 	m.lookups = &lookupWatches{
-		ctx: ctx, dyn: dyn, namespace: opts.Namespace, route: m.route,
+		ctx: ctx, watches: base.Cached, namespace: opts.Namespace, route: m.route,
 		informers: map[lookupKey]*lookupInformer{},
 		reads:     map[schema.GroupVersionResource]map[parentRef][]read{},
 	}

@@ -18,12 +18,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
+
+	"github.com/tmplop/operator/engine/cached"
 )
 
 // Client makes the cluster calls of one kind.
 type Client struct {
 	Dynamic dynamic.Interface
-	Mapper  meta.ResettableRESTMapper
+	// Cached lists and watches for the informers, into compact objects.
+	Cached *cached.Client
+	Mapper meta.ResettableRESTMapper
 	// FieldManager is the server-side apply field manager of every write.
 	FieldManager string
 	// Identity is the user the client impersonates ("" for the operator's
@@ -42,16 +46,24 @@ const resetInterval = 10 * time.Second
 
 // New returns a Client for cfg with its own cached discovery.
 func New(cfg *rest.Config, fieldManager string) (*Client, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	watches, err := cached.NewClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	return &Client{Dynamic: dyn, Mapper: mapper, FieldManager: fieldManager}, nil
+	return &Client{Dynamic: dyn, Cached: watches, Mapper: mapper, FieldManager: fieldManager}, nil
 }
 
 // Impersonating returns a Client whose every call impersonates user, with

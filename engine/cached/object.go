@@ -1,0 +1,82 @@
+package cached
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is an object as the informers cache it: the metadata that cache
+// keys, indexes, event filters and ownership checks read, as fields, and
+// the whole object (less managedFields) as JSON. At 10,000 objects with
+// 20,000 children, the difference with unstructured maps is most of the
+// operator's memory.
+type Object struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	raw []byte
+}
+
+var _ runtime.Object = (*Object)(nil)
+
+// DeepCopyObject implements runtime.Object. The JSON is never modified, so
+// copies share it.
+func (c *Object) DeepCopyObject() runtime.Object {
+	out := &Object{TypeMeta: c.TypeMeta, raw: c.raw}
+	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
+}
+
+// Object decodes the cached object; the caller owns the result.
+func (c *Object) Object() (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(c.raw); err != nil {
+		return nil, fmt.Errorf("decode cached %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)
+	}
+	return u, nil
+}
+
+// FromUnstructured is the Object of u, whose managedFields it clears.
+func FromUnstructured(u *unstructured.Unstructured) (*Object, error) {
+	u.SetManagedFields(nil)
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return &Object{
+		TypeMeta:   metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
+		ObjectMeta: cachedMeta(u),
+		raw:        raw,
+	}, nil
+}
+
+// cachedMeta is the metadata an Object keeps as fields.
+func cachedMeta(m metav1.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		Generation: m.GetGeneration(), Labels: m.GetLabels(), Annotations: m.GetAnnotations(),
+		OwnerReferences: m.GetOwnerReferences(), Finalizers: m.GetFinalizers(), DeletionTimestamp: m.GetDeletionTimestamp(),
+	}
+}
+
+// List is a list of Objects, as a LIST returns them.
+type List struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []Object
+}
+
+var _ runtime.Object = (*List)(nil)
+
+// DeepCopyObject implements runtime.Object.
+func (l *List) DeepCopyObject() runtime.Object {
+	out := &List{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]Object, len(l.Items))
+	for i := range l.Items {
+		out.Items[i] = *l.Items[i].DeepCopyObject().(*Object)
+	}
+	return out
+}
