@@ -122,7 +122,7 @@ func mustYAML(t *testing.T, v any) []byte {
 // templateFS loads a case folder, sub-folders included, without its
 // fixtures, so that ParseFS sees exactly a template folder (fixtures are
 // *.yaml and would be children).
-func templateFS(t *testing.T, dir string) fstest.MapFS {
+func templateFS(t testing.TB, dir string) fstest.MapFS {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -151,7 +151,7 @@ func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*r
 	)
 	var state atomic.Int32
 	done := make(chan outcome, 1)
-	go func() {
+	goRender(func() {
 		res, err := body(r)
 		if err == nil {
 			res.RequeueAfter = st.requeue
@@ -170,7 +170,7 @@ func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*r
 			return
 		}
 		s.runaway.Add(-1)
-	}()
+	})
 
 	hard := time.NewTimer(b.Timeout + b.grace())
 	defer hard.Stop()

@@ -21,11 +21,12 @@ import (
 )
 
 type benchFlags struct {
-	ns     []int
-	rest   time.Duration
-	edits  int
-	out    string
-	render string
+	ns      []int
+	rest    time.Duration
+	edits   int
+	out     string
+	render  string
+	profile string
 }
 
 // bench is one N's run: its control plane, its clients and where it keeps
@@ -49,6 +50,7 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.DurationVar(&f.rest, "rest", 60*time.Second, "how long to count writes at rest")
 	fs.IntVar(&f.edits, "edits", 200, "single spec changes, one at a time, for the change latency")
 	fs.StringVar(&f.out, "out", "../../docs", "folder for benchmarks.md, .json and .png")
+	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's first run (cold start and rest) to this file, suffixed with N")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the .md and .png of -out again from this benchmarks.json")
 	if err := fs.Parse(args); err != nil {
 		return f, err

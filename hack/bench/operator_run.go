@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -92,7 +93,11 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 	if err != nil {
 		return nil, err
 	}
-	op, started, err := r.startOperator(b.bin, args...)
+	cold := args
+	if b.flags.profile != "" {
+		cold = append(slices.Clone(args), "--cpu-profile", fmt.Sprintf("%s.%d", b.flags.profile, n))
+	}
+	op, started, err := r.startOperator(b.bin, cold...)
 	if err != nil {
 		return nil, err
 	}
