@@ -75,7 +75,7 @@ fmt:
 ## bench: the engine's Go micro-benchmarks, then the operator against the
 ## limit (a minimal client doing exactly the requests the work needs) on a
 ## fresh etcd + kube-apiserver for each of BENCH_N objects (hack/bench); writes
-## docs/benchmarks.md, .json and .png. About half an hour with N=10,000 on
+## docs/benchmarks.md, .json and .png. About 20 minutes with N=10,000 on
 ## 2 cores; needs the control plane's binaries (make cluster-bin).
 ## make bench BENCH_N=1000 for a shorter run.
 BENCH_N ?= 1000,10000
