@@ -1,4 +1,5 @@
-// Package controller runs the kinds: for each one a dynamic informer, a
+// Package controller runs the kinds: for each one an informer of its
+// resource (client-go's, over engine/cached's list and watch), a
 // rate-limited workqueue and workers that call the reconciler, and, shared by
 // all kinds, the watches of the children they apply and of the objects their
 // templates look up.
