@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"testing/fstest"
 	"time"
@@ -36,6 +37,11 @@ type ConfigMapFolders struct {
 const (
 	ReasonKindStarted       = "KindStarted"
 	ReasonKindFolderInvalid = "KindFolderInvalid"
+	// ReasonKindConflict: another folder serves the kind already.
+	ReasonKindConflict = "KindConflict"
+	// ReasonIdentityRefused: the folder's ServiceAccount does not agree to
+	// serve its kind (AnnotationServes).
+	ReasonIdentityRefused = "IdentityRefused"
 )
 
 // configMapSource is the Kind.Dir of a ConfigMap's folder.
@@ -103,10 +109,19 @@ func (c *ConfigMapFolders) Start(ctx context.Context) error {
 // Changed implements changeNotifier.
 func (c *ConfigMapFolders) Changed() <-chan struct{} { return c.changed }
 
-// Load implements Folders: every selected ConfigMap, in name order.
+// Load implements Folders: every selected ConfigMap, oldest first, so that
+// when two new folders name the same kind the one that was there first
+// wins, across restarts too (SyncFolders); a later ConfigMap cannot take a
+// kind by choosing a name that sorts first.
 func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, error) {
 	objs := c.informer.GetStore().List()
-	sort.Slice(objs, func(i, j int) bool { return objs[i].(*corev1.ConfigMap).Name < objs[j].(*corev1.ConfigMap).Name })
+	sort.Slice(objs, func(i, j int) bool {
+		a, b := objs[i].(*corev1.ConfigMap), objs[j].(*corev1.ConfigMap)
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
 	var kinds []*catalog.Kind
 	var skipped []*catalog.FolderError
 	for _, o := range objs {
@@ -141,9 +156,16 @@ func (c *ConfigMapFolders) Reported(source string, gk schema.GroupKind, err erro
 		if configMapSource(cm.Namespace, cm.Name) != source {
 			continue
 		}
+		var conflict *KindConflictError
+		var agreement *AgreementError
 		switch {
 		case err == nil:
 			c.recorder.Eventf(cm, corev1.EventTypeNormal, ReasonKindStarted, "Serving kind %s", gk)
+		case errors.As(err, &conflict):
+			c.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonKindConflict,
+				"Kind folder %s refused: kind %s is already served by %s, which keeps serving it", source, conflict.Kind, conflict.ServedBy)
+		case errors.As(err, &agreement):
+			c.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonIdentityRefused, "Kind folder refused: %v", err)
 		case gk.Empty():
 			c.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonKindFolderInvalid, "Kind folder not loaded: %v", err)
 		default:

@@ -16,6 +16,7 @@ import (
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -178,6 +179,8 @@ type kindLookups struct {
 	w      *lookupWatches
 	client *kube.Client
 	specs  []catalog.LookupSpec
+	// bounds refuse reads in the operator's own namespaces.
+	bounds ownership.Bounds
 }
 
 var _ reconcile.Lookups = (*kindLookups)(nil)
@@ -247,6 +250,9 @@ func (l *parentLookup) resolve(apiVersion, kind, namespace string) (*resolved, s
 	if r.mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		return r, "", nil
 	}
+	if err := l.k.bounds.Check(namespace); err != nil {
+		return nil, "", fmt.Errorf("%w: %s: %v", render.ErrLookupRefused, gk, err)
+	}
 	pns := l.parent.GetNamespace()
 	if r.spec.AllNamespaces {
 		return r, namespace, nil
@@ -308,6 +314,9 @@ func (l *parentLookup) List(apiVersion, kind, namespace, selector string) ([]map
 	var out []*cached.Object
 	for _, o := range objs {
 		c := o.(*cached.Object)
+		if l.k.bounds.Check(c.GetNamespace()) != nil {
+			continue // a list of all namespaces never shows the operator's own
+		}
 		if sel.Matches(labels.Set(c.GetLabels())) {
 			out = append(out, c)
 		}

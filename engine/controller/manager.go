@@ -31,17 +31,28 @@ type Options struct {
 	// the children's managed-by label.
 	FieldManager string
 	// Namespace restricts the watches to one namespace; "" watches all.
+	// No child is written, and no lookup read, outside it.
 	Namespace string
+	// Protected are the operator's own namespaces (its kind folders'
+	// ConfigMaps, its Lease): no kind may write a child or read a lookup
+	// there, whatever its folder says.
+	Protected []string
 	// StateNamespace holds the operator's own records (the inventory
 	// ConfigMap); "" means "default".
 	StateNamespace string
 	// Recorder records Events on the objects.
 	Recorder record.EventRecorder
 	// NewClient returns the client a kind's cluster calls go through; nil:
-	// the Manager's own client, or for a kind.yaml naming a
-	// serviceAccountName, a client impersonating that ServiceAccount of
-	// StateNamespace.
+	// a client impersonating the kind's ServiceAccount of StateNamespace
+	// (kind.yaml serviceAccountName, else DefaultServiceAccount), or the
+	// Manager's own client when there is neither.
 	NewClient func(k *catalog.Kind) (*kube.Client, error)
+	// DefaultServiceAccount is the ServiceAccount of StateNamespace that
+	// every kind without a serviceAccountName of its own impersonates, so
+	// that a kind folder (which anyone who may write a labelled ConfigMap
+	// can add) never runs with the operator's own rights. "": such kinds
+	// run as the operator.
+	DefaultServiceAccount string
 	// Budget is every render's budget, unless kind.yaml overrides it.
 	Budget render.Budget
 	// MinRequeue is the shortest requeueAfter honoured; 0: DefaultMinRequeue.
@@ -81,6 +92,8 @@ type Manager struct {
 	base      *kube.Client
 	applier   *apply.Applier
 	inventory *inventory.Store
+	// accounts reads the kinds' ServiceAccounts, for their agreement.
+	accounts typedcorev1.ServiceAccountInterface
 
 	ctx      context.Context
 	children *childWatches
@@ -138,7 +151,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 		return nil, err
 	}
 	m := &Manager{opts: opts, cfg: cfg, base: base, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
-		inventory: inventory.New(cs.ConfigMaps(opts.StateNamespace), name)}
+		inventory: inventory.New(cs.ConfigMaps(opts.StateNamespace), name), accounts: cs.ServiceAccounts(opts.StateNamespace)}
 	if !opts.Standby {
 		m.Lead()
 	}
@@ -197,8 +210,8 @@ func (m *Manager) Start(k *catalog.Kind) error {
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
-		Lookups:   &kindLookups{w: m.lookups, client: client, specs: k.Spec.Lookups},
-		Inventory: m.inventory, Manager: m.opts.FieldManager, Budget: m.opts.Budget,
+		Lookups:   &kindLookups{w: m.lookups, client: client, specs: k.Spec.Lookups, bounds: m.bounds()},
+		Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
 		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
 	}
 	m.mu.Lock()
@@ -212,24 +225,9 @@ func (m *Manager) Start(k *catalog.Kind) error {
 	return nil
 }
 
-// clientFor returns the client every cluster call of kind k goes through.
-func (m *Manager) clientFor(k *catalog.Kind) (*kube.Client, error) {
-	switch {
-	case m.opts.NewClient != nil:
-		return m.opts.NewClient(k)
-	case k.Spec.ServiceAccountName != "":
-		return kube.Impersonating(m.cfg, m.opts.FieldManager,
-			serviceAccountUser(m.opts.StateNamespace, k.Spec.ServiceAccountName))
-	default:
-		return m.base, nil
-	}
-}
-
-// serviceAccountUser is the user name of a ServiceAccount, as the API
-// server authenticates it (k8s.io/apiserver's serviceaccount.MakeUsername,
-// without depending on the API server's module for one line).
-func serviceAccountUser(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
+// bounds are where no kind may write or read, whatever its folder says.
+func (m *Manager) bounds() ownership.Bounds {
+	return ownership.Bounds{Namespace: m.opts.Namespace, Protected: m.opts.Protected}
 }
 
 // Stop stops serving the kind gk and waits until its workers have finished

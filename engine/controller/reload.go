@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,85 +45,92 @@ func (m *Manager) Sync(ctx context.Context, root string) error { return m.SyncFo
 // folders start, changed ones restart with their new templates, removed
 // ones stop. A folder that fails to load is reported and skipped; if it was
 // being served, its last good version goes on serving, so that a half-saved
-// edit never stops a running kind. A kind served by two folders is served
-// by the first source's.
+// edit never stops a running kind.
+//
+// A kind is served by one folder only, and once served it is never taken
+// by another: a second folder for it is refused (KindConflictError) and the
+// first keeps serving, whatever the names or the order of the sources. A
+// newcomer that took over would restart the kind with its own templates,
+// and its render would prune the children of the first folder's objects.
+// Among new folders, the first source's wins, then the oldest ConfigMap.
 func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	log := klog.FromContext(ctx)
-	var kinds []*catalog.Kind
-	var skipped []*catalog.FolderError
-	from := map[string]Folders{}
-	seen := map[schema.GroupKind]string{}
-	for _, src := range sources {
-		ks, sk, err := src.Load()
-		if err != nil {
-			return err
-		}
-		for _, s := range sk {
-			from[s.Dir] = src
-		}
-		skipped = append(skipped, sk...)
-		for _, k := range ks {
-			from[k.Dir] = src
-			gk := k.GVK.GroupKind()
-			if other, dup := seen[gk]; dup {
-				skipped = append(skipped, &catalog.FolderError{Dir: k.Dir, Err: fmt.Errorf("kind %s is already served by %s", gk, other)})
-				continue
-			}
-			seen[gk] = k.Dir
-			kinds = append(kinds, k)
-		}
-	}
 	m.mu.Lock()
-	running := map[schema.GroupKind]string{}
+	running := map[schema.GroupKind]*catalog.Kind{}
 	byDir := map[string]schema.GroupKind{}
 	for gk, kc := range m.kinds {
-		running[gk] = kc.kind.Fingerprint
+		running[gk] = kc.kind
 		byDir[kc.kind.Dir] = gk
 	}
 	m.mu.Unlock()
+	f, err := loadFolders(sources, byDir)
+	if err != nil {
+		return err
+	}
 
 	report := func(dir string, gk schema.GroupKind, err error) {
-		if r, ok := from[dir].(loadReporter); ok && m.Leading() {
+		if r, ok := f.from[dir].(loadReporter); ok && m.Leading() {
 			r.Reported(dir, gk, err)
 		}
 	}
+	// failed reports err once per folder and error.
+	failed := func(dir string, gk schema.GroupKind, err error, msg string, kv ...any) {
+		if m.reported[dir] == err.Error() {
+			return
+		}
+		m.reported[dir] = err.Error()
+		log.Error(err, msg, append([]any{"folder", dir}, kv...)...)
+		report(dir, gk, err)
+	}
 	keep := map[schema.GroupKind]bool{}
-	for _, s := range skipped {
+	for _, s := range f.skipped {
 		gk, served := byDir[s.Dir]
 		if served {
 			keep[gk] = true
 		}
-		if m.reported[s.Dir] != s.Error() {
-			log.Error(s.Err, "Kind folder skipped", "folder", s.Dir, "lastGoodVersionServed", served)
-			m.reported[s.Dir] = s.Error()
-			report(s.Dir, gk, s.Err)
+		var conflict *KindConflictError
+		if errors.As(s.Err, &conflict) {
+			failed(s.Dir, schema.GroupKind{}, s.Err, "Kind folder refused: its kind is served by another folder", "kind", conflict.Kind.String(), "servedBy", conflict.ServedBy)
+			continue
 		}
+		failed(s.Dir, gk, s.Err, "Kind folder skipped", "lastGoodVersionServed", served)
 	}
-	for _, k := range kinds {
+	agreed := m.agreements()
+	for _, k := range f.kinds {
 		gk := k.GVK.GroupKind()
 		keep[gk] = true
-		if fp, ok := running[gk]; ok && fp == k.Fingerprint {
+		cur := running[gk]
+		if err := agreed.check(ctx, k); err != nil {
+			// A withdrawn agreement ends the running version too, when it
+			// runs as the same account; a new account that does not agree
+			// leaves the last good version serving.
+			if cur != nil && sameAccount(cur, k) {
+				keep[gk] = false
+				cur = nil
+			}
+			if cur == nil {
+				gk = schema.GroupKind{}
+			}
+			failed(k.Dir, gk, err, "Kind folder refused: its ServiceAccount does not agree", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
+			continue
+		}
+		if cur != nil && cur.Fingerprint == k.Fingerprint {
 			delete(m.reported, k.Dir)
 			continue
 		}
 		if m.opts.InstallCRD != nil && m.Leading() {
 			if err := m.opts.InstallCRD(ctx, k); err != nil {
-				_, served := running[gk]
-				if m.reported[k.Dir] != err.Error() {
-					log.Error(err, "Kind folder skipped: its CRD was not installed", "folder", k.Dir, "kind", gk.String(), "lastGoodVersionServed", served)
-					m.reported[k.Dir] = err.Error()
-					if !served {
-						gk = schema.GroupKind{}
-					}
-					report(k.Dir, gk, err)
+				if cur == nil {
+					gk = schema.GroupKind{}
 				}
+				failed(k.Dir, gk, err, "Kind folder skipped: its CRD was not installed", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
 				continue
 			}
 		}
 		delete(m.reported, k.Dir)
-		if _, ok := running[gk]; ok {
+		if cur != nil {
 			log.Info("Kind folder changed: restarting the kind", "folder", k.Dir, "kind", gk.String())
 		} else {
 			log.Info("Kind folder loaded: starting the kind", "folder", k.Dir, "kind", gk.String())
@@ -135,12 +143,80 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 	}
 	for gk := range running {
 		if !keep[gk] {
-			log.Info("Kind folder removed: stopping the kind", "kind", gk.String())
+			log.Info("Kind stopped: its folder was removed or its ServiceAccount withdrew", "kind", gk.String())
 			m.Stop(gk)
 		}
 	}
 	m.loaded.Store(true)
 	return nil
+}
+
+// sameAccount reports whether a and b run as the same ServiceAccount.
+func sameAccount(a, b *catalog.Kind) bool {
+	return a.Spec.ServiceAccountName == b.Spec.ServiceAccountName
+}
+
+// KindConflictError is a folder for a kind that another folder serves.
+type KindConflictError struct {
+	Kind     schema.GroupKind
+	ServedBy string // the folder that serves it
+}
+
+func (e *KindConflictError) Error() string {
+	return fmt.Sprintf("kind %s is already served by %s: this folder is not loaded, and %s keeps serving it", e.Kind, e.ServedBy, e.ServedBy)
+}
+
+// folders is what the sources hold, one folder per kind.
+type folders struct {
+	kinds   []*catalog.Kind
+	skipped []*catalog.FolderError
+	from    map[string]Folders // folder -> its source
+}
+
+// loadFolders loads every source and keeps one folder per kind: the one
+// that serves it now (byDir: served folder -> kind), else the first.
+func loadFolders(sources []Folders, byDir map[string]schema.GroupKind) (*folders, error) {
+	f := &folders{from: map[string]Folders{}}
+	var all []*catalog.Kind
+	for _, src := range sources {
+		ks, sk, err := src.Load()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sk {
+			f.from[s.Dir] = src
+		}
+		f.skipped = append(f.skipped, sk...)
+		for _, k := range ks {
+			f.from[k.Dir] = src
+		}
+		all = append(all, ks...)
+	}
+	owner := map[schema.GroupKind]string{}
+	present := map[string]bool{}
+	for _, k := range all {
+		present[k.Dir] = true
+	}
+	for _, s := range f.skipped {
+		present[s.Dir] = true // broken, but its last good version serves
+	}
+	for dir, gk := range byDir {
+		if present[dir] {
+			owner[gk] = dir
+		}
+	}
+	for _, k := range all {
+		gk := k.GVK.GroupKind()
+		if _, ok := owner[gk]; !ok {
+			owner[gk] = k.Dir
+		}
+		if owner[gk] != k.Dir {
+			f.skipped = append(f.skipped, &catalog.FolderError{Dir: k.Dir, Err: &KindConflictError{Kind: gk, ServedBy: owner[gk]}})
+			continue
+		}
+		f.kinds = append(f.kinds, k)
+	}
+	return f, nil
 }
 
 // changeDelay gathers the events of one change (a kubectl apply of several

@@ -23,6 +23,8 @@ type Policy struct {
 	// cluster-scoped ones, ones in other namespaces, and every child of a
 	// cluster-scoped parent (kind.yaml allowClusterScoped).
 	AllowOutside bool
+	// Bounds hold whatever AllowOutside says.
+	Bounds Bounds
 }
 
 // OutsideError is a child the parent may not have: outside its namespace
@@ -54,6 +56,13 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 		// The API server ignores it for cluster-scoped kinds; clearing it
 		// keeps the object we compare with the live one honest.
 		child.SetNamespace("")
+	}
+	if err := pol.Bounds.Check(child.GetNamespace()); err != nil {
+		return false, &OutsideError{Reason: fmt.Sprintf("%s: %v", id, err)}
+	}
+	gvk := child.GroupVersionKind()
+	if err := pol.Bounds.checkNamespaceObject(gvk.Kind, gvk.Group, child.GetName()); err != nil {
+		return false, err
 	}
 	outside := pns == "" || !namespaced || child.GetNamespace() != pns
 	if outside && !pol.AllowOutside {

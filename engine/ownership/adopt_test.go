@@ -31,6 +31,7 @@ func TestAdopt(t *testing.T) {
 		child       *unstructured.Unstructured
 		namespaced  bool
 		allow       bool
+		bounds      Bounds
 		wantNS      string
 		wantOwner   bool
 		wantOutside bool
@@ -47,6 +48,21 @@ func TestAdopt(t *testing.T) {
 		{name: "cluster-scoped parent: cluster-scoped child refused", parent: clusterParent, child: obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"), wantErr: "allowClusterScoped"},
 		{name: "cluster-scoped parent: allowed, owned, no finalizer", parent: clusterParent, child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, allow: true, wantNS: "team-b", wantOwner: true},
 		{name: "cluster-scoped parent: cluster-scoped child owned", parent: clusterParent, child: obj("v1", "Namespace", "", "n"), allow: true, wantOwner: true},
+		// Bounds hold whatever kind.yaml allows.
+		{name: "operator's namespace refused, even allowed", child: obj("v1", "ConfigMap", "operator-system", "folder"), namespaced: true, allow: true,
+			bounds: Bounds{Protected: []string{"operator-system"}}, wantErr: `namespace "operator-system" is the operator's own`},
+		{name: "parent in the operator's namespace: defaulted child refused", parent: obj("cache.example.com/v1alpha1", "Memcached", "operator-system", "mc"),
+			child: obj("v1", "ConfigMap", "", "c"), namespaced: true, bounds: Bounds{Protected: []string{"operator-system"}}, wantErr: "is the operator's own"},
+		{name: "the operator's Namespace object refused", child: obj("v1", "Namespace", "", "operator-system"), allow: true,
+			bounds: Bounds{Protected: []string{"operator-system"}}, wantErr: `Namespace "operator-system" is the operator's own`},
+		{name: "other Namespace object allowed", child: obj("v1", "Namespace", "", "team-c"), allow: true,
+			bounds: Bounds{Protected: []string{"operator-system"}}, wantOutside: true},
+		{name: "outside --namespace refused, even allowed", child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, allow: true,
+			bounds: Bounds{Namespace: "team-a"}, wantErr: `outside the namespace the operator watches (run --namespace team-a)`},
+		{name: "inside --namespace kept", child: obj("v1", "ConfigMap", "", "c"), namespaced: true,
+			bounds: Bounds{Namespace: "team-a"}, wantNS: "team-a", wantOwner: true},
+		{name: "cluster-scoped under --namespace allowed", child: obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"), allow: true,
+			bounds: Bounds{Namespace: "team-a"}, wantOutside: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +70,7 @@ func TestAdopt(t *testing.T) {
 			if tc.parent != nil {
 				parent = tc.parent
 			}
-			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", Policy{Manager: "op", AllowOutside: tc.allow})
+			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", Policy{Manager: "op", AllowOutside: tc.allow, Bounds: tc.bounds})
 			if tc.wantErr != "" {
 				var oe *OutsideError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &oe) {

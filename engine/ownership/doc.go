@@ -12,6 +12,11 @@
 //     namespace of its own), unless the kind opted in: a user who may only
 //     create a custom resource in namespace A must never get the operator
 //     to write into namespace B.
+//   - Hold the operator's own bounds whatever a kind allows (Bounds): no
+//     child in the operator's own namespace, where its kind folders and
+//     records live (a folder must not write folders), and none outside the
+//     namespace it watches (run --namespace), where it could not see what
+//     it would take over.
 //   - Decide whether a parent may apply over an object that already holds
 //     a child's name (Claim): only when the object names the parent, because
 //     the operator made it or its owner consented to the adoption.

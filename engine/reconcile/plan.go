@@ -105,17 +105,18 @@ type PlanError struct{ Err error }
 func (e *PlanError) Error() string { return e.Err.Error() }
 func (e *PlanError) Unwrap() error { return e.Err }
 
-// MakePlan renders kind's children for obj and adopts them. scope tells
-// whether a child kind is namespaced; its errors (a child kind the cluster
-// does not know yet) are returned as they are, render failures as the
-// render's *render.Error, and children the kind may not have as *PlanError.
-func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, scope ownership.Scope, manager string) (*Plan, error) {
+// MakePlan renders kind's children for obj and adopts them under pol (its
+// Manager and Bounds; AllowOutside is the kind's). scope tells whether a
+// child kind is namespaced; its errors (a child kind the cluster does not
+// know yet) are returned as they are, render failures as the render's
+// *render.Error, and children the kind may not have as *PlanError.
+func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, scope ownership.Scope, pol ownership.Policy) (*Plan, error) {
 	in.Object = obj.Object
 	res, err := kind.Templates.Children(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	pol := ownership.Policy{Manager: manager, AllowOutside: kind.Spec.AllowClusterScoped}
+	pol.AllowOutside = kind.Spec.AllowClusterScoped
 	plan := &Plan{RequeueAfter: res.RequeueAfter, EmptyLists: res.EmptyLists, Nondeterministic: res.Nondeterministic}
 	for _, m := range res.Manifests {
 		if crd, ok := definedKind(m.Object); ok {

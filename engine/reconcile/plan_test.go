@@ -45,7 +45,7 @@ func TestMakePlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, kube.OfflineNamespaced, "op")
+			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || IsPlanError(err) != tc.wantPlan {
 					t.Fatalf("err = %v, want %q (plan error %v)", err, tc.wantErr, tc.wantPlan)

@@ -49,6 +49,8 @@ type Reconciler struct {
 	Recorder  record.EventRecorder
 	// Manager is the field manager and the value of the managed-by label.
 	Manager string
+	// Bounds are where no child may go, whatever the kind allows.
+	Bounds ownership.Bounds
 	// Budget is the operator's render budget; kind.yaml may override it.
 	Budget render.Budget
 	// PruneConfirmDelay is how long the deletion guard holds a prune back;
@@ -66,6 +68,11 @@ type Reconciler struct {
 
 	healthOnce sync.Once
 	health     *health.Checker
+}
+
+// policy is what every plan of r is adopted under.
+func (r *Reconciler) policy() ownership.Policy {
+	return ownership.Policy{Manager: r.Manager, Bounds: r.Bounds}
 }
 
 // Result tells the controller when to reconcile the object again.
@@ -101,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 	}
 	in := render.Input{Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)}
 	rendering := time.Now()
-	plan, err := MakePlan(ctx, r.Kind, obj, in, r.Client.Namespaced, r.Manager)
+	plan, err := MakePlan(ctx, r.Kind, obj, in, r.Client.Namespaced, r.policy())
 	observeRender(r.Kind.GVK.GroupKind(), RenderChildren, rendering)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/status"
@@ -103,7 +104,7 @@ func renderOne(ctx context.Context, w io.Writer, k *catalog.Kind, obj *unstructu
 	}
 	now := time.Now()
 	budget := k.RenderBudget(render.Budget{})
-	plan, err := reconcile.MakePlan(ctx, k, obj, render.Input{Now: now, Budget: budget}, kube.OfflineNamespaced, f.fieldManager)
+	plan, err := reconcile.MakePlan(ctx, k, obj, render.Input{Now: now, Budget: budget}, kube.OfflineNamespaced, ownership.Policy{Manager: f.fieldManager})
 	if err != nil {
 		return err
 	}

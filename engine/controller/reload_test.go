@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tmplop/operator/engine/catalog"
+)
+
+// fakeFolders is a source of ready-made kinds.
+type fakeFolders []*catalog.Kind
+
+func (f fakeFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, error) { return f, nil, nil }
+
+func folderOf(dir, group, kind string) *catalog.Kind {
+	return &catalog.Kind{Name: dir, Dir: dir, GVK: schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}}
+}
+
+// TestLoadFoldersOneFolderPerKind: a kind once served is never taken by
+// another folder, whatever the order of the sources or the names; among
+// new folders the first wins; a refused folder names the one that serves.
+func TestLoadFoldersOneFolderPerKind(t *testing.T) {
+	widget := schema.GroupKind{Group: "e.io", Kind: "Widget"}
+	cases := []struct {
+		name    string
+		sources []Folders
+		served  map[string]schema.GroupKind
+		want    []string // folders kept
+		refused map[string]string
+	}{
+		{name: "new folders: the first source's wins",
+			sources: []Folders{fakeFolders{folderOf("dir/widget", "e.io", "Widget")}, fakeFolders{folderOf("configmap/ns/aa-widget", "e.io", "Widget")}},
+			want:    []string{"dir/widget"}, refused: map[string]string{"configmap/ns/aa-widget": "dir/widget"}},
+		{name: "a served folder keeps its kind against an earlier-sorting newcomer",
+			sources: []Folders{fakeFolders{folderOf("configmap/ns/aa-takeover", "e.io", "Widget"), folderOf("configmap/ns/team-widget", "e.io", "Widget")}},
+			served:  map[string]schema.GroupKind{"configmap/ns/team-widget": widget},
+			want:    []string{"configmap/ns/team-widget"}, refused: map[string]string{"configmap/ns/aa-takeover": "configmap/ns/team-widget"}},
+		{name: "the served folder removed: the other takes the kind",
+			sources: []Folders{fakeFolders{folderOf("configmap/ns/aa-takeover", "e.io", "Widget")}},
+			served:  map[string]schema.GroupKind{"configmap/ns/team-widget": widget},
+			want:    []string{"configmap/ns/aa-takeover"}},
+		{name: "other kinds are not in conflict",
+			sources: []Folders{fakeFolders{folderOf("a", "e.io", "Widget"), folderOf("b", "e.io", "Gadget"), folderOf("c", "f.io", "Widget")}},
+			want:    []string{"a", "b", "c"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := loadFolders(tc.sources, tc.served)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, k := range f.kinds {
+				got = append(got, k.Dir)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("kept %v, want %v", got, tc.want)
+			}
+			refused := map[string]string{}
+			for _, s := range f.skipped {
+				var c *KindConflictError
+				if !errors.As(s.Err, &c) {
+					t.Errorf("%s skipped with %v, want a KindConflictError", s.Dir, s.Err)
+					continue
+				}
+				refused[s.Dir] = c.ServedBy
+			}
+			if len(refused) != len(tc.refused) {
+				t.Errorf("refused %v, want %v", refused, tc.refused)
+			}
+			for dir, by := range tc.refused {
+				if refused[dir] != by {
+					t.Errorf("%s refused as served by %q, want %q", dir, refused[dir], by)
+				}
+			}
+		})
+	}
+}
