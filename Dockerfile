@@ -5,7 +5,10 @@
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
 #     --build-arg REVISION=$(git rev-parse HEAD) -t operator:dev .
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+# The builder pinned by digest (golang:1.26.8's multi-platform index), so that
+# a rebuild of the same commit uses the same toolchain and base; bump both
+# together.
+FROM --platform=$BUILDPLATFORM golang:1.26.8@sha256:3c3e25a4da13fd0478eed2df1eb35a0e667094a7124d3993a6a1d30f71c17e79 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

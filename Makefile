@@ -92,7 +92,7 @@ DEPLOY_IMAGE ?= operator:$(VERSION)
 DEPLOY_KUBECTL ?= $(shell command -v kubectl || echo $(KUBECTL))
 .PHONY: deploy undeploy
 deploy:
-	$(DEPLOY_KUBECTL) kustomize deploy | sed 's|image: operator:dev$$|image: $(DEPLOY_IMAGE)|' | $(DEPLOY_KUBECTL) apply --server-side -f -
+	$(DEPLOY_KUBECTL) kustomize deploy | sed 's|image: operator:[^ ]*$$|image: $(DEPLOY_IMAGE)|' | $(DEPLOY_KUBECTL) apply --server-side -f -
 	$(DEPLOY_KUBECTL) apply --server-side -f crds/
 	$(DEPLOY_KUBECTL) apply --server-side -k deploy/examples
 undeploy:

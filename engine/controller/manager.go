@@ -3,13 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -146,7 +144,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	if err != nil {
 		return nil, err
 	}
-	name, err := inventoryName(opts.FieldManager)
+	name, err := inventory.Name(opts.FieldManager)
 	if err != nil {
 		return nil, err
 	}
@@ -181,15 +179,6 @@ func (m *Manager) Leading() bool {
 	default:
 		return false
 	}
-}
-
-// inventoryName is the inventory ConfigMap's name for a field manager.
-func inventoryName(fieldManager string) (string, error) {
-	name := strings.ToLower(fieldManager) + "-inventory"
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", fmt.Errorf("field manager %q: cannot name the inventory ConfigMap %q: %s", fieldManager, name, strings.Join(errs, "; "))
-	}
-	return name, nil
 }
 
 // Start starts serving kind k; it returns at once. A kind already running

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
@@ -25,6 +26,27 @@ type Store struct {
 	mu       sync.Mutex
 	loaded   bool
 	recorded map[string]bool // keys as in key()
+}
+
+// Name is the inventory ConfigMap's name for a field manager.
+func Name(fieldManager string) (string, error) {
+	name := strings.ToLower(fieldManager) + "-inventory"
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", fmt.Errorf("field manager %q: cannot name the inventory ConfigMap %q: %s", fieldManager, name, strings.Join(errs, "; "))
+	}
+	return name, nil
+}
+
+// ConfigMap is the inventory as it is first created, empty: by the
+// operator on first use, or ahead of time by its installer (`operator
+// rbac` writes it), so that the operator's Role needs no create on
+// ConfigMaps, a right RBAC cannot restrict by name.
+func ConfigMap(namespace, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app.kubernetes.io/component": "inventory"},
+			Annotations: map[string]string{"operator.tmplop.io/about": "the kinds of children each kind has applied: the scope of pruning; do not edit"}},
+	}
 }
 
 // New returns a Store in the ConfigMap name.
@@ -113,11 +135,8 @@ func (s *Store) add(ctx context.Context, data map[string]string) error {
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: s.name, Labels: map[string]string{"app.kubernetes.io/component": "inventory"},
-				Annotations: map[string]string{"operator.tmplop.io/about": "the kinds of children each kind has applied: the scope of pruning; do not edit"}},
-			Data: data,
-		}
+		cm := ConfigMap("", s.name)
+		cm.Data = data
 		_, err = s.cms.Create(ctx, cm, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			return err

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	crdgen "github.com/tmplop/operator/engine/crd"
+	"github.com/tmplop/operator/engine/inventory"
 )
 
 // Defaults of Options.
@@ -23,6 +24,10 @@ const (
 	DefaultNamespace      = "operator-system"
 	DefaultServiceAccount = "operator"
 	DefaultName           = "operator"
+	DefaultFieldManager   = "operator"
+	// DeployDefaultServiceAccount is deploy/'s run
+	// --default-service-account: the identity of the shipped folders.
+	DeployDefaultServiceAccount = "operator-kinds"
 )
 
 // Options say what to generate RBAC for, and for whom.
@@ -37,6 +42,15 @@ type Options struct {
 	Namespace string
 	// ServiceAccount is the operator's ServiceAccount.
 	ServiceAccount string
+	// DefaultServiceAccount is the account that every kind without a
+	// serviceAccountName of its own runs as (run
+	// --default-service-account): its rules go to roles of that account,
+	// and the operator keeps only its watches of children, Events and
+	// its records. "": such kinds run as the operator.
+	DefaultServiceAccount string
+	// FieldManager is the operator's run --field-manager, which names its
+	// inventory ConfigMap; "": DefaultFieldManager.
+	FieldManager string
 	// Name prefixes the names of the roles and bindings.
 	Name string
 	// Warn receives warnings (resources guessed); nil drops them.
@@ -92,6 +106,9 @@ func (o *Options) defaults() {
 	if o.Name == "" {
 		o.Name = DefaultName
 	}
+	if o.FieldManager == "" {
+		o.FieldManager = DefaultFieldManager
+	}
 }
 
 // Command is the command line that generates with o.
@@ -110,6 +127,12 @@ func (o Options) Command() string {
 	if o.Name != DefaultName {
 		args = append(args, "--name", o.Name)
 	}
+	if o.DefaultServiceAccount != "" {
+		args = append(args, "--default-service-account", o.DefaultServiceAccount)
+	}
+	if o.FieldManager != DefaultFieldManager {
+		args = append(args, "--field-manager", o.FieldManager)
+	}
 	if o.InstallCRDs {
 		args = append(args, "--install-crds")
 	}
@@ -125,6 +148,17 @@ func Generate(o Options) ([]byte, error) {
 	}
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("--namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+	}
+	if sa := o.DefaultServiceAccount; sa != "" {
+		if errs := validation.IsDNS1123Subdomain(sa); len(errs) > 0 {
+			return nil, fmt.Errorf("--default-service-account %q: %s", sa, strings.Join(errs, "; "))
+		}
+		if sa == o.ServiceAccount {
+			return nil, fmt.Errorf("--default-service-account %q is the operator's own ServiceAccount: the kinds' identity must be an account of its own", sa)
+		}
+	}
+	if _, err := inventory.Name(o.FieldManager); err != nil {
+		return nil, fmt.Errorf("--field-manager: %w", err)
 	}
 	kinds, err := LoadFolders(o.Templates)
 	if err != nil {
@@ -171,14 +205,19 @@ type Stream struct {
 //
 //   - ClusterRole and ClusterRoleBinding <name>: the operator's account,
 //     cluster-wide: every kind it serves itself (watch, status, finalizers,
-//     children, lookups), the watches of the children of kinds that have an
-//     identity of their own, and Events;
-//   - Role and RoleBinding <name> in the operator's namespace: its
-//     ConfigMaps and Leases, and impersonate on exactly the
-//     ServiceAccounts of kind.yaml serviceAccountName;
-//   - for each folder with serviceAccountName X: the ServiceAccount X,
-//     and ClusterRole and ClusterRoleBinding <name>-kind-<folder> for X
-//     with what the kind does.
+//     children, lookups), the watches of the children of kinds that run
+//     under an identity of their own, Events, and the reviews that guard
+//     its metrics;
+//   - Role and RoleBinding <name> in the operator's namespace: reading its
+//     kind folders (ConfigMaps), writing its inventory ConfigMap by name,
+//     its Lease, and impersonate on exactly the kinds' ServiceAccounts (get
+//     too on those that folders name, to read their agreement);
+//   - the inventory ConfigMap, so that the Role needs no create;
+//   - for each folder with serviceAccountName X, or for every other folder
+//     with o.DefaultServiceAccount X: the ServiceAccount X (annotated with
+//     the kinds it agrees to serve when folders name it), and ClusterRole
+//     and ClusterRoleBinding <name>-kind-<folder> for X with what the kind
+//     does.
 func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 	o.defaults()
 	sort.Slice(folders, func(i, j int) bool { return folders[i].Kind.Name < folders[j].Kind.Name })
@@ -188,11 +227,18 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 	}
 	from := strings.Join(paths, ", ")
 	operator := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.ServiceAccount, Namespace: o.Namespace}
+	inventoryName, _ := inventory.Name(o.FieldManager) // checked by Generate
 
 	cluster := newGrants()
 	cluster.add(schema.GroupResource{Resource: "events"}, whyOwn, "Events on the objects, in their namespaces", verbsEvents...)
+	cluster.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, whyOwn, "run --metrics-secure: who scrapes /metrics", verbsCreate...)
+	cluster.add(schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, whyOwn, "run --metrics-secure: whether they may", verbsCreate...)
 	own := newGrants()
-	own.add(schema.GroupResource{Resource: "configmaps"}, whyOwn, "the inventory ConfigMap, kind folders delivered as ConfigMaps", verbsConfigMaps...)
+	own.add(schema.GroupResource{Resource: "configmaps"}, whyOwn, "kind folders delivered as ConfigMaps, read only", verbsRead...)
+	own.names = append(own.names, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
+		Verbs: verbsInventory, ResourceNames: []string{inventoryName}})
+	own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/configmaps %s [%s]: the inventory ConfigMap (created below: no create right on ConfigMaps here)",
+		inventoryName, strings.Join(verbsInventory, " ")))
 	own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election", verbsLeases...)
 
 	if o.InstallCRDs {
@@ -202,13 +248,20 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 	}
 
 	type identity struct {
-		folder *Folder
-		grants *grants
+		folder  *Folder
+		account string
+		grants  *grants
 	}
 	var identities []identity
-	accounts := map[string][]string{} // ServiceAccount -> folders
+	accounts := map[string][]*Folder{} // ServiceAccount -> folders
+	named := map[string][]string{}     // ServiceAccount -> the kinds whose folders name it
 	for _, f := range folders {
 		sa := f.Kind.Spec.ServiceAccountName
+		if sa != "" {
+			named[sa] = append(named[sa], f.Kind.GVK.GroupKind().String())
+		} else {
+			sa = o.DefaultServiceAccount
+		}
 		if sa == "" {
 			addKind(cluster, f, res)
 			continue
@@ -216,21 +269,23 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 		addChildWatches(cluster, f, res)
 		g := newGrants()
 		addKind(g, f, res)
-		identities = append(identities, identity{f, g})
-		accounts[sa] = append(accounts[sa], f.Kind.Name)
+		identities = append(identities, identity{f, sa, g})
+		accounts[sa] = append(accounts[sa], f)
 	}
-	if len(accounts) > 0 {
-		names := make([]string, 0, len(accounts))
-		for sa := range accounts {
-			names = append(names, sa)
-		}
-		sort.Strings(names)
+	names := sortedKeys(accounts)
+	if len(names) > 0 {
 		own.names = append(own.names, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
 			Verbs: []string{"impersonate"}, ResourceNames: names})
 		for _, sa := range names {
-			own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/serviceaccounts %s [impersonate]: the identity of folder %s (kind.yaml serviceAccountName)",
-				sa, strings.Join(accounts[sa], ", ")))
+			own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/serviceaccounts %s [impersonate]: the identity of folder %s (%s)",
+				sa, folderNames(accounts[sa]), whyAccount(sa, named, o)))
 		}
+	}
+	if agree := sortedKeys(named); len(agree) > 0 {
+		own.names = append(own.names, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
+			Verbs: []string{"get"}, ResourceNames: agree})
+		own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/serviceaccounts %s [get]: whether they agree to serve the kinds that name them (annotation %s)",
+			strings.Join(agree, ","), annotationServes))
 	}
 
 	generated := func(from string) string { return "Generated by `operator rbac` from " + from + ". Do not edit." }
@@ -251,27 +306,26 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 		&rbacv1.RoleBinding{TypeMeta: typeMeta("RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: o.Name},
 			Subjects: []rbacv1.Subject{operator}})
+	s.add([]string{generated(from), fmt.Sprintf("ConfigMap %s: the operator's inventory (run --field-manager %s), made here so that its Role may write it by name only.",
+		inventoryName, o.FieldManager)},
+		inventory.ConfigMap(o.Namespace, inventoryName))
 
-	madeSA := map[string]bool{}
-	for _, id := range identities {
-		f, sa := id.folder, id.folder.Kind.Spec.ServiceAccountName
-		name := o.Name + "-kind-" + f.Kind.Name
-		if !madeSA[sa] {
-			madeSA[sa] = true
-			var paths []string
-			for _, other := range identities {
-				if other.folder.Kind.Spec.ServiceAccountName == sa {
-					paths = append(paths, other.folder.Path())
-				}
-			}
-			s.add([]string{generated(strings.Join(paths, ", ")),
-				fmt.Sprintf("ServiceAccount %s: the identity the operator impersonates for every cluster call of folder %s (kind.yaml serviceAccountName).",
-					sa, strings.Join(accounts[sa], ", "))},
-				&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-					ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: o.Namespace},
-					// Only impersonated: no Pod needs its token.
-					AutomountServiceAccountToken: ptr.To(false)})
+	for _, sa := range names {
+		sao := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: o.Namespace},
+			// Only impersonated: no Pod needs its token.
+			AutomountServiceAccountToken: ptr.To(false)}
+		if kinds := named[sa]; len(kinds) > 0 {
+			sort.Strings(kinds)
+			sao.Annotations = map[string]string{annotationServes: strings.Join(kinds, ",")}
 		}
+		s.add([]string{generated(folderPaths(accounts[sa])),
+			fmt.Sprintf("ServiceAccount %s: the identity the operator impersonates for every cluster call of folder %s (%s).",
+				sa, folderNames(accounts[sa]), whyAccount(sa, named, o))}, sao)
+	}
+	for _, id := range identities {
+		f, sa := id.folder, id.account
+		name := o.Name + "-kind-" + f.Kind.Name
 		s.add(append([]string{generated(f.Path()),
 			fmt.Sprintf("ClusterRole %s: what folder %s (%s) does as ServiceAccount %s/%s.", name, f.Kind.Name, kindString(f.Kind.GVK.GroupKind()), o.Namespace, sa)},
 			indent(id.grants.comments())...),
@@ -282,6 +336,37 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: o.Namespace}}})
 	}
 	return s
+}
+
+// annotationServes is engine/controller's AnnotationServes, which this
+// package cannot import (the controller links client-go's informers).
+const annotationServes = "operator.tmplop.io/serves"
+
+// whyAccount says how folders come to run as sa.
+func whyAccount(sa string, named map[string][]string, o Options) string {
+	switch {
+	case len(named[sa]) > 0 && sa == o.DefaultServiceAccount:
+		return "kind.yaml serviceAccountName, and run --default-service-account"
+	case len(named[sa]) > 0:
+		return "kind.yaml serviceAccountName"
+	}
+	return "run --default-service-account"
+}
+
+func folderNames(fs []*Folder) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Kind.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+func folderPaths(fs []*Folder) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Path())
+	}
+	return strings.Join(out, ", ")
 }
 
 func (s *Stream) add(comment []string, obj any) {

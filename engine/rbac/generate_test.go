@@ -52,6 +52,9 @@ func TestGolden(t *testing.T) {
 		// ServiceAccount, one of them with computed kinds declared in
 		// children, one a built-in kind.
 		{"mixed", Options{Templates: data + "/roots/mixed", CRDs: []string{data + "/crds"}}},
+		// The same under run --default-service-account: plain moves to
+		// the default account, and the operator keeps its watches only.
+		{"default-account", Options{Templates: data + "/roots/mixed", CRDs: []string{data + "/crds"}, DefaultServiceAccount: "operator-kinds"}},
 	}
 	t.Chdir(moduleRoot)
 	for _, tc := range cases {
@@ -73,10 +76,11 @@ func TestGolden(t *testing.T) {
 }
 
 // TestDeployRBAC checks that deploy/rbac.yaml is what `operator rbac`
-// makes of templates/ and crds/ today.
+// makes of templates/ and crds/ today, for deploy/'s run
+// --default-service-account.
 func TestDeployRBAC(t *testing.T) {
 	t.Chdir(moduleRoot)
-	opts := Options{Templates: "templates", CRDs: []string{"crds"}}
+	opts := Options{Templates: "templates", CRDs: []string{"crds"}, DefaultServiceAccount: DeployDefaultServiceAccount}
 	got, err := Generate(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +126,7 @@ func checkValid(t *testing.T, stream []byte) {
 			var r rbacv1.Role
 			mustStrict(t, doc, &r)
 			rules = r.Rules
-		case "ClusterRoleBinding", "RoleBinding", "ServiceAccount":
+		case "ClusterRoleBinding", "RoleBinding", "ServiceAccount", "ConfigMap":
 		default:
 			t.Errorf("unexpected kind %q", tm.Kind)
 		}
@@ -161,13 +165,17 @@ func TestRolesOfIdentity(t *testing.T) {
 			roles["Role "+r.Namespace+"/"+r.Name] = r.Rules
 		}
 	}
+	// verbs are the verbs of every rule of role on the resource, by name
+	// or not.
 	verbs := func(role, group, resource string) string {
+		var out []string
 		for _, r := range roles[role] {
 			if r.APIGroups[0] == group && slices.Contains(r.Resources, resource) {
-				return strings.Join(r.Verbs, " ")
+				out = append(out, r.Verbs...)
 			}
 		}
-		return ""
+		slices.Sort(out)
+		return strings.Join(slices.Compact(out), " ")
 	}
 	checks := []struct{ role, group, resource, want string }{
 		// plain is the operator's.
@@ -194,8 +202,9 @@ func TestRolesOfIdentity(t *testing.T) {
 		{"ClusterRole operator-kind-team", "", "namespaces/finalizers", "update"},
 		{"ClusterRole operator-kind-team", "", "resourcequotas", "create delete get list patch watch"},
 		// The operator's namespace.
-		{"Role operator-system/operator", "", "serviceaccounts", "impersonate"},
-		{"Role operator-system/operator", "", "configmaps", "create get list patch update watch"},
+		{"Role operator-system/operator", "", "serviceaccounts", "get impersonate"},
+		// Folders read; the inventory written by name only: no create.
+		{"Role operator-system/operator", "", "configmaps", "get list patch watch"},
 		{"Role operator-system/operator", "coordination.k8s.io", "leases", "create get update"},
 	}
 	for _, c := range checks {
@@ -204,8 +213,11 @@ func TestRolesOfIdentity(t *testing.T) {
 		}
 	}
 	for _, r := range roles["Role operator-system/operator"] {
-		if slices.Contains(r.Verbs, "impersonate") && !slices.Equal(r.ResourceNames, []string{"gadget-writer"}) {
-			t.Errorf("impersonate on %q, want exactly [gadget-writer]", r.ResourceNames)
+		if (slices.Contains(r.Verbs, "impersonate") || r.Resources[0] == "serviceaccounts") && !slices.Equal(r.ResourceNames, []string{"gadget-writer"}) {
+			t.Errorf("%v on ServiceAccounts %q, want exactly [gadget-writer]", r.Verbs, r.ResourceNames)
+		}
+		if slices.Contains(r.Verbs, "patch") && !slices.Equal(r.ResourceNames, []string{"operator-inventory"}) {
+			t.Errorf("patch on %s %q, want only the inventory by name", r.Resources, r.ResourceNames)
 		}
 	}
 	var sas []string
@@ -216,6 +228,55 @@ func TestRolesOfIdentity(t *testing.T) {
 	}
 	if !slices.Equal(sas, []string{"operator-system/gadget-writer"}) {
 		t.Errorf("ServiceAccounts %q, want only gadget-writer, shared by tenant and team", sas)
+	}
+}
+
+// TestDefaultAccount: under run --default-service-account no folder runs
+// with the operator's rights: plain's kind, children and lookups go to the
+// default account's role, the operator keeps the reads of its watches;
+// only the accounts folders name carry the agreement annotation.
+func TestDefaultAccount(t *testing.T) {
+	t.Chdir(moduleRoot)
+	folders, res := analyzed(t, "engine/rbac/testdata/roots/mixed", "engine/rbac/testdata/crds")
+	s := Objects(Options{DefaultServiceAccount: "operator-kinds"}, folders, res)
+	var operator, plain *rbacv1.ClusterRole
+	sas := map[string]*corev1.ServiceAccount{}
+	var plainBinding *rbacv1.ClusterRoleBinding
+	for _, o := range s.Objects {
+		switch r := o.Object.(type) {
+		case *rbacv1.ClusterRole:
+			switch r.Name {
+			case "operator":
+				operator = r
+			case "operator-kind-plain":
+				plain = r
+			}
+		case *rbacv1.ClusterRoleBinding:
+			if r.Name == "operator-kind-plain" {
+				plainBinding = r
+			}
+		case *corev1.ServiceAccount:
+			sas[r.Name] = r
+		}
+	}
+	if operator == nil || plain == nil || plainBinding == nil {
+		t.Fatalf("want ClusterRoles operator and operator-kind-plain and a binding; got %d objects", len(s.Objects))
+	}
+	for _, r := range operator.Rules {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" && v != "watch" && r.Resources[0] != "events" && r.APIGroups[0] != "authentication.k8s.io" && r.APIGroups[0] != "authorization.k8s.io" {
+				t.Errorf("the operator's ClusterRole may %s %s/%v: under a default account it only watches", v, r.APIGroups[0], r.Resources)
+			}
+		}
+	}
+	if got := plainBinding.Subjects[0].Name; got != "operator-kinds" {
+		t.Errorf("plain's role bound to %s, want operator-kinds", got)
+	}
+	if sa := sas["operator-kinds"]; sa == nil || len(sa.Annotations) != 0 {
+		t.Errorf("default account %+v, want it generated, with no agreement annotation (the flag is the agreement)", sa)
+	}
+	if sa := sas["gadget-writer"]; sa == nil || sa.Annotations[annotationServes] != "Gadget.example.com,Namespace" {
+		t.Errorf("gadget-writer %+v, want annotation %s listing the kinds of the folders that name it", sa, annotationServes)
 	}
 }
 

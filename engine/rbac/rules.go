@@ -39,9 +39,11 @@ var (
 	// (client-go's core/v1 event sink: create, and patch or update of a
 	// repeated Event).
 	verbsEvents = []string{"create", "patch", "update"}
-	// The operator's own records in its namespace: the inventory ConfigMap
-	// and kind folders delivered as ConfigMaps.
-	verbsConfigMaps = []string{"get", "list", "watch", "create", "update", "patch"}
+	// The inventory ConfigMap, by name: read, and merged into (a merge
+	// patch that only adds keys).
+	verbsInventory = []string{"get", "patch"}
+	// TokenReviews and SubjectAccessReviews are only created.
+	verbsCreate = []string{"create"}
 	// Leader election.
 	verbsLeases = []string{"get", "create", "update"}
 )
@@ -156,7 +158,7 @@ func (g *grants) comments() []string {
 	return append(out, g.namesWhy...)
 }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

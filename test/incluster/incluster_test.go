@@ -44,35 +44,42 @@ func TestInCluster(t *testing.T) {
 	t.Run("requests outside the generated role are denied", testDenied)
 	t.Run("a kind is added then changed then removed through its ConfigMap", testConfigMapKind)
 	t.Run("a kind impersonates its ServiceAccount", testPerKindIdentity)
+	t.Run("a kind without one runs as the default account", testDefaultAccount)
+	t.Run("a second folder for a served kind is refused", testKindConflict)
+	t.Run("no folder writes into the operator's namespace", testNoFolderWritesFolders)
+	t.Run("an account serves only the kinds it agrees to", testAgreement)
 	t.Run("metrics and probes", testMetrics)
 	t.Run("the standby converges a change when the leader is killed", testFailover)
 	t.Run("a leader stopped by SIGTERM releases its lease", testRelease)
 }
 
-// applyTestRBAC applies `operator rbac` of testdata's folders, with the
-// ServiceAccount of the limited kind refused Deployments: what the folder
-// may do is what its account may, whatever its templates render.
+// applyTestRBAC applies `operator rbac` of testdata's folders, for deploy/'s
+// --default-service-account, with two rights taken away: Deployments from
+// the Limited kind's own account, ResourceQuotas from the default
+// account's role for Plain. What a folder may do is what its account may,
+// whatever its templates render.
 func applyTestRBAC(t *testing.T) {
 	t.Helper()
 	out, err := exec.Command(bin, "rbac", "--templates", "testdata/templates", "--crds", "testdata/crds",
-		"--name", "incluster-test", "--namespace", ns, "--service-account", serviceAccount).Output()
+		"--name", "incluster-test", "--namespace", ns, "--service-account", serviceAccount,
+		"--default-service-account", defaultAccount).Output()
 	if err != nil {
 		t.Fatalf("operator rbac: %v: %s", err, stderrOf(err))
 	}
+	takeAway := map[string]string{"incluster-test-kind-limited": "deployments", "incluster-test-kind-plain": "resourcequotas"}
 	var docs []string
-	refused := false
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		var u unstructured.Unstructured
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
 			continue
 		}
-		if u.GetKind() == "ClusterRole" && strings.HasSuffix(u.GetName(), "-limited") {
+		if resource, ok := takeAway[u.GetName()]; ok && u.GetKind() == "ClusterRole" {
 			rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
 			kept := rules[:0]
 			for _, r := range rules {
 				res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
-				if strings.Contains(strings.Join(res, ","), "deployments") {
-					refused = true
+				if strings.Contains(strings.Join(res, ","), resource) {
+					delete(takeAway, u.GetName())
 					continue
 				}
 				kept = append(kept, r)
@@ -83,8 +90,8 @@ func applyTestRBAC(t *testing.T) {
 		}
 		docs = append(docs, doc)
 	}
-	if !refused {
-		t.Fatalf("operator rbac gave the limited kind's account no Deployments rule to take away:\n%s", out)
+	if len(takeAway) > 0 {
+		t.Fatalf("operator rbac gave these roles no rule to take away: %v\n%s", takeAway, out)
 	}
 	path := filepath.Join(t.TempDir(), "rbac.yaml")
 	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
@@ -493,7 +500,7 @@ func waitChildData(t *testing.T, namespace, name, key, value string) {
 }
 
 // waitEvent waits for an Event with reason on the folder ConfigMap name.
-func waitEvent(t *testing.T, name, reason string) {
+func waitEvent(t *testing.T, name, reason string) (message string) {
 	t.Helper()
 	cluster.Eventually(t, 30*time.Second, "Event "+reason+" on ConfigMap "+name, func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=ConfigMap,involvedObject.name=" + name})
@@ -503,11 +510,13 @@ func waitEvent(t *testing.T, name, reason string) {
 		for _, e := range list.Items {
 			if e.Reason == reason {
 				t.Logf("Event on ConfigMap %s: %s %s: %s", name, e.Type, e.Reason, e.Message)
+				message = e.Message
 				return true, nil
 			}
 		}
 		return false, nil
 	})
+	return message
 }
 
 func condition(o *unstructured.Unstructured, typ string) *metav1.Condition {

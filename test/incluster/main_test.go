@@ -29,6 +29,8 @@ const (
 	// ns and serviceAccount are deploy/'s.
 	ns             = "operator-system"
 	serviceAccount = "operator"
+	// defaultAccount is deploy/'s run --default-service-account.
+	defaultAccount = "operator-kinds"
 	folderLabel    = "operator.tmplop.io/kind-folder"
 	// The test replicas' leases are short, so that failover is quick to
 	// test; deploy/ keeps client-go's defaults (15 s, 10 s, 2 s).
@@ -126,6 +128,7 @@ func startReplica(t *testing.T, extra ...string) *replica {
 	r := &replica{metrics: ports[0], health: ports[1]}
 	args := append([]string{"run", "--kubeconfig", saKubeconfig,
 		"--configmap-selector", folderLabel + "=true",
+		"--default-service-account", defaultAccount,
 		"--leader-elect",
 		"--leader-elect-lease-duration", leaseDuration.String(),
 		"--leader-elect-renew-deadline", (leaseDuration * 2 / 3).String(),

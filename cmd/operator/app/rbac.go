@@ -14,6 +14,8 @@ type rbacFlags struct {
 	crds           []string
 	namespace      string
 	serviceAccount string
+	defaultAccount string
+	fieldManager   string
 	name           string
 	output         string
 	installCRDs    bool
@@ -31,8 +33,9 @@ func NewRBACCommand() *cobra.Command {
 		Long: `rbac reads the kind folders of --templates without a cluster and prints the ClusterRoles,
 Roles, bindings and ServiceAccounts the operator needs to serve exactly them: the watched kinds,
 their status and finalizers, every kind a child template can render (read from the templates'
-text), the lookups, and the operator's own records. Kinds with serviceAccountName get a role of
-their own, and the operator only the right to impersonate them. See docs/rbac.md.
+text), the lookups, and the operator's own records. Kinds with serviceAccountName (or, with
+--default-service-account, every kind) get a role of their own, and the operator only the right
+to impersonate them. See docs/rbac.md.
 
 Resources of custom kinds are read from the CRDs of --crds; of built-in kinds, from client-go's
 scheme. The output is deterministic: regenerate it whenever the folders change.`,
@@ -45,6 +48,8 @@ scheme. The output is deterministic: regenerate it whenever the folders change.`
 	fl.StringArrayVar(&f.crds, "crds", nil, "directory of CustomResourceDefinition files, for the resources of custom kinds (repeatable; default: "+defaultCRDs+" if it exists)")
 	fl.StringVar(&f.namespace, "namespace", rbac.DefaultNamespace, "the operator's namespace")
 	fl.StringVar(&f.serviceAccount, "service-account", rbac.DefaultServiceAccount, "the operator's ServiceAccount")
+	fl.StringVar(&f.defaultAccount, "default-service-account", "", "the account every kind without a serviceAccountName runs as (run --default-service-account): their rules go to it, not to the operator")
+	fl.StringVar(&f.fieldManager, "field-manager", rbac.DefaultFieldManager, "the operator's run --field-manager, which names its inventory ConfigMap")
 	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "also grant what run --install-crds needs: get and patch on exactly these folders' CRDs, and create")
@@ -65,8 +70,8 @@ func runRBAC(cmd *cobra.Command, f *rbacFlags) error {
 	errOut := cmd.ErrOrStderr()
 	out, err := rbac.Generate(rbac.Options{
 		Templates: f.templates, CRDs: crds, Namespace: f.namespace, ServiceAccount: f.serviceAccount, Name: f.name,
-		InstallCRDs: f.installCRDs,
-		Warn:        func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
+		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs,
+		Warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,150 @@
+package incluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tmplop/operator/test/cluster"
+)
+
+// The kind-folder lockdown: whoever may write a labelled ConfigMap in the
+// operator's namespace adds a kind, so what a folder can reach must be
+// bounded by what the operator's installer chose, never by the folder.
+
+var (
+	gadgets = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "gadgets"}
+	writers = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "writers"}
+	plains  = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "plains"}
+)
+
+// addFolder delivers testdata/<dir> as the kind-folder ConfigMap name.
+func addFolder(t *testing.T, dir, name string) {
+	t.Helper()
+	cms := cs.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(t.Context(), folderConfigMap(t, dir, name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// waitReconciledFalse waits for Reconciled=False with reason and every
+// fragment in the message, and returns the message.
+func waitReconciledFalse(t *testing.T, gvr schema.GroupVersionResource, namespace, name, reason string, fragments ...string) string {
+	t.Helper()
+	var msg string
+	cluster.Eventually(t, 30*time.Second, gvr.Resource+" "+name+": Reconciled=False "+reason, func(ctx context.Context) (bool, error) {
+		o, err := dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := condition(o, "Reconciled")
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
+			return false, errorf("Reconciled %+v", c)
+		}
+		for _, f := range fragments {
+			if !strings.Contains(c.Message, f) {
+				return false, errorf("Reconciled message %q lacks %q", c.Message, f)
+			}
+		}
+		msg = c.Message
+		return true, nil
+	})
+	return msg
+}
+
+// testDefaultAccount: Plain's folder names no account, so under
+// --default-service-account its calls are the default account's: the
+// ResourceQuota that account may not create is refused by the API server
+// as that account, not written with the operator's rights.
+func testDefaultAccount(t *testing.T) {
+	testNS := env.Namespace(t)
+	addFolder(t, "testdata/templates/plain", "plain")
+	waitEvent(t, "plain", "KindStarted")
+	createObject(t, plains, testNS, "p1", map[string]any{})
+	msg := waitReconciledFalse(t, plains, testNS, "p1", "ApplyFailed", "forbidden", "system:serviceaccount:"+ns+":"+defaultAccount)
+	t.Logf("Plain p1: Reconciled=False ApplyFailed: %s", msg)
+	if _, err := cs.CoreV1().ResourceQuotas(testNS).Get(t.Context(), "p1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ResourceQuota p1: got %v, want NotFound: the default account may not create it", err)
+	}
+}
+
+// testKindConflict: a second folder for a kind that a folder serves is
+// refused with a KindConflict Event naming both, however its ConfigMap is
+// named; the first keeps serving, and nothing of its children is pruned
+// (the second renders nothing: had it taken over, every child would go).
+func testKindConflict(t *testing.T) {
+	ctx := t.Context()
+	testNS := env.Namespace(t)
+	addFolder(t, "testdata/templates/gadget", "gadget")
+	waitEvent(t, "gadget", "KindStarted")
+	createObject(t, gadgets, testNS, "g1", map[string]any{"size": "small"})
+	waitChildData(t, testNS, "g1-gadget", "size", "small")
+	before, err := cs.CoreV1().ConfigMaps(testNS).Get(ctx, "g1-gadget", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	addFolder(t, "testdata/conflict/aa-gadget", "aa-gadget")
+	msg := waitEvent(t, "aa-gadget", "KindConflict")
+	for _, both := range []string{"configmap/" + ns + "/aa-gadget", "configmap/" + ns + "/gadget"} {
+		if !strings.Contains(msg, both) {
+			t.Errorf("KindConflict Event %q does not name %s", msg, both)
+		}
+	}
+	// Still the first folder's: a change converges through its template,
+	// and the child is the same object.
+	patch := []byte(`{"spec":{"size":"large"}}`)
+	if _, err := dyn.Resource(gadgets).Namespace(testNS).Patch(ctx, "g1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitChildData(t, testNS, "g1-gadget", "size", "large")
+	after, err := cs.CoreV1().ConfigMaps(testNS).Get(ctx, "g1-gadget", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("g1's child after the second folder came: %v", err)
+	}
+	if after.UID != before.UID {
+		t.Errorf("g1's child was deleted and made again (UID %s -> %s)", before.UID, after.UID)
+	}
+	lead, _ := leader(t)
+	if strings.Contains(lead.Output(), "configmap/"+ns+"/aa-gadget\" kind=\"Gadget") ||
+		strings.Contains(lead.Output(), "Kind folder changed: restarting the kind\" folder=\"configmap/"+ns+"/aa-gadget") {
+		t.Errorf("the leader started the second folder:\n%s", lead.Output())
+	}
+}
+
+// testNoFolderWritesFolders: a folder whose child would be a kind-folder
+// ConfigMap in the operator's namespace is refused, although its kind.yaml
+// allows children outside the parent's namespace; no such ConfigMap exists.
+func testNoFolderWritesFolders(t *testing.T) {
+	testNS := env.Namespace(t)
+	addFolder(t, "testdata/templates/writer", "writer")
+	waitEvent(t, "writer", "KindStarted")
+	createObject(t, writers, testNS, "w1", map[string]any{})
+	msg := waitReconciledFalse(t, writers, testNS, "w1", "RenderFailed", `namespace "`+ns+`" is the operator's own`)
+	t.Logf("Writer w1: Reconciled=False RenderFailed: %s", msg)
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "w1-folder", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ConfigMap %s/w1-folder: got %v, want NotFound", ns, err)
+	}
+}
+
+// testAgreement: a folder that names another team's ServiceAccount, which
+// does not list its kind in operator.tmplop.io/serves, is refused with an
+// Event saying how the account's owner would agree.
+func testAgreement(t *testing.T) {
+	addFolder(t, "testdata/refused/borrower", "borrower")
+	msg := waitEvent(t, "borrower", "IdentityRefused")
+	if !strings.Contains(msg, "limited-kind") || !strings.Contains(msg, "Borrower.incluster.tmplop.io") {
+		t.Errorf("IdentityRefused Event %q does not name the account and the kind", msg)
+	}
+	lead, _ := leader(t)
+	if !strings.Contains(lead.Output(), "its ServiceAccount does not agree") {
+		t.Errorf("the leader did not log the refusal")
+	}
+}
