@@ -13,6 +13,14 @@
 //     nothing unbounded: never an object's name or namespace.
 //   - Serve /metrics, and /healthz and /readyz (503 with what is not synced
 //     until every kind has listed its objects), and shut down with the run.
+//   - Serve /metrics over HTTPS (TLS 1.2 or later, HTTP/1.1) with the
+//     certificate of a directory, read again when it changes, or a
+//     self-signed one; only to bearer tokens whose user may get the
+//     non-resource URL /metrics: a Guard asks the API server (TokenReview,
+//     then SubjectAccessReview) and caches its answers for a short while,
+//     as kubebuilder's scaffold does with controller-runtime's filters.
+//     The probes stay plain HTTP, without authentication, on a port of
+//     their own: the kubelet probes them.
 //
 // Metric names mirror controller-runtime's (controller_runtime_reconcile_total
 // becomes operator_reconcile_total, ...); docs/metrics.md lists them all.

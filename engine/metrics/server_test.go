@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -166,5 +167,157 @@ func TestShutdown(t *testing.T) {
 				t.Error("still serving after the shutdown")
 			}
 		})
+	}
+}
+
+// secureOptions serve a registry's metrics on a loopback port over HTTPS,
+// behind a Guard asking f, with the certificate of dir ("": self-signed).
+func secureOptions(t *testing.T, f *fakeReviews, dir string) ServeOptions {
+	t.Helper()
+	return ServeOptions{
+		MetricsBindAddress: "127.0.0.1:0",
+		Gatherer:           newRegistry(fakeSource{memcached: &reconcile.Stats{}}),
+		SecureMetrics:      true,
+		Guard:              NewGuard(f.reviews(), GuardOptions{}),
+		CertDir:            dir,
+	}
+}
+
+// httpsGet GETs url with token ("": none) over a client that skips the
+// verification of the self-signed certificate and would speak HTTP/2.
+func httpsGet(t *testing.T, url, token string) (*http.Response, string) {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+		ForceAttemptHTTP2: true,
+	}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+// TestSecureMetrics: /metrics over HTTPS (TLS 1.2 or later, HTTP/1.1)
+// only to a token allowed to get it; the probes in plain HTTP to anyone.
+func TestSecureMetrics(t *testing.T) {
+	f := newFakeReviews()
+	opts := secureOptions(t, f, "")
+	opts.HealthProbeBindAddress = opts.MetricsBindAddress // port 0: a port each
+	s := serve(t, opts)
+	if s.MetricsAddr.String() == s.ProbeAddr.String() {
+		t.Fatalf("secure metrics and probes share %v", s.MetricsAddr)
+	}
+	url := "https://" + s.MetricsAddr.String() + "/metrics"
+	const series = `operator_reconcile_total{kind="Memcached.cache.example.com",result="success"} 0`
+
+	cases := []struct {
+		name     string
+		token    string
+		wantCode int
+	}{
+		{"anonymous", "", http.StatusUnauthorized},
+		{"invalid token", "forged", http.StatusUnauthorized},
+		{"user without the right", "other-token", http.StatusForbidden},
+		{"reader", "reader-token", http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := httpsGet(t, url, tc.token)
+			if resp.StatusCode != tc.wantCode {
+				t.Fatalf("GET /metrics = %d %q, want %d", resp.StatusCode, body, tc.wantCode)
+			}
+			if got := strings.Contains(body, series); got != (tc.wantCode == http.StatusOK) {
+				t.Errorf("metrics in the body: %v, with %d:\n%s", got, resp.StatusCode, body)
+			}
+			if resp.ProtoMajor != 1 {
+				t.Errorf("served over %s, want HTTP/1.1", resp.Proto)
+			}
+		})
+	}
+
+	t.Run("HTTP/2 not offered", func(t *testing.T) {
+		conn, err := tls.Dial("tcp", s.MetricsAddr.String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
+			t.Errorf("negotiated %q", p)
+		}
+	})
+	t.Run("TLS 1.1 refused", func(t *testing.T) {
+		conn, err := tls.Dial("tcp", s.MetricsAddr.String(), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11})
+		if err == nil {
+			conn.Close()
+			t.Fatal("a TLS 1.1 handshake succeeded")
+		}
+	})
+	t.Run("plain HTTP on the metrics port", func(t *testing.T) {
+		code, body := get(t, s.MetricsAddr, "/metrics")
+		if code != http.StatusBadRequest || strings.Contains(body, series) {
+			t.Errorf("GET http:// = %d %q, want 400 without the metrics", code, body)
+		}
+	})
+	t.Run("probes in plain HTTP, without a token", func(t *testing.T) {
+		for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 404} {
+			if code, body := get(t, s.ProbeAddr, path); code != want {
+				t.Errorf("GET %s on the probe port = %d %q, want %d", path, code, body, want)
+			}
+		}
+	})
+	if tr, sar := f.counts(); tr != 3 || sar != 2 {
+		t.Errorf("%d TokenReviews, %d SubjectAccessReviews; want 3 and 2", tr, sar)
+	}
+}
+
+func TestSecureServeErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := l.Addr().String()
+	l.Close()
+	cases := []struct {
+		name   string
+		modify func(*ServeOptions)
+		want   string
+	}{
+		{"metrics and probes on one port", func(o *ServeOptions) { o.MetricsBindAddress, o.HealthProbeBindAddress = fixed, fixed },
+			"the metrics and the health probes cannot share " + fixed},
+		{"no guard", func(o *ServeOptions) { o.Guard = nil }, "a Guard is required"},
+		{"no certificate in the directory", func(o *ServeOptions) { o.CertDir = t.TempDir() }, "tls.crt: no such file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := secureOptions(t, newFakeReviews(), "")
+			tc.modify(&opts)
+			s, err := Serve(t.Context(), opts)
+			if err == nil {
+				s.Stop()
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+	// Plain metrics may share the probes' port, as before.
+	s := serve(t, ServeOptions{MetricsBindAddress: fixed, HealthProbeBindAddress: fixed, Gatherer: prometheus.NewRegistry()})
+	if s.MetricsAddr.String() != s.ProbeAddr.String() {
+		t.Errorf("plain metrics at %v, probes at %v: want one port", s.MetricsAddr, s.ProbeAddr)
 	}
 }

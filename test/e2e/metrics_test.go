@@ -2,18 +2,27 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/tmplop/operator/engine/controller"
 	"github.com/tmplop/operator/engine/metrics"
@@ -21,12 +30,26 @@ import (
 	"github.com/tmplop/operator/test/harness"
 )
 
-// serveMetrics serves m's metrics and probes on loopback ports for the test.
+// serveMetrics serves m's metrics and probes on loopback ports for the
+// test, as `operator run` does by default: /metrics over HTTPS (a
+// self-signed certificate) to the tokens the API server says may get it,
+// the probes in plain HTTP on a port of their own. The reviews are made
+// as the test's admin.
 func serveMetrics(t *testing.T, m *controller.Manager) *metrics.Server {
+	t.Helper()
+	reviews, err := metrics.NewReviews(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveSecureMetrics(t, m, reviews)
+}
+
+func serveSecureMetrics(t *testing.T, m *controller.Manager, reviews metrics.Reviews) *metrics.Server {
 	t.Helper()
 	s, err := metrics.Serve(klog.NewContext(t.Context(), klog.Background()), metrics.ServeOptions{
 		MetricsBindAddress: "127.0.0.1:0", HealthProbeBindAddress: "127.0.0.1:0",
 		Gatherer: metrics.NewRegistry(m), Ready: m.Ready,
+		SecureMetrics: true, Guard: metrics.NewGuard(reviews, metrics.GuardOptions{}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -35,9 +58,32 @@ func serveMetrics(t *testing.T, m *controller.Manager) *metrics.Server {
 	return s
 }
 
-// scrape returns the families of /metrics, parsed.
+// getMetrics GETs /metrics of s over HTTPS with a bearer token ("": none),
+// trusting the self-signed certificate as a scraper with
+// insecure_skip_verify does.
+func getMetrics(ctx context.Context, s *metrics.Server, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+s.MetricsAddr.String()+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// scrape returns the families of /metrics, parsed, read with the admin's
+// token (system:masters may get any URL).
 func scrape(ctx context.Context, s *metrics.Server) (map[string]*dto.MetricFamily, error) {
-	code, body, err := harness.HTTPGet(ctx, "http://"+s.MetricsAddr.String()+"/metrics")
+	code, body, err := getMetrics(ctx, s, env.Config.BearerToken)
 	if err != nil {
 		return nil, err
 	}
@@ -261,3 +307,139 @@ func TestReady(t *testing.T) {
 		t.Errorf("/readyz was 200 but Ready() = %v", err)
 	}
 }
+
+// TestMetricsAuth: on the real API server, /metrics answers an anonymous
+// scrape and an invalid token 401, a ServiceAccount without the
+// metrics-reader ClusterRole 403, one bound to it 200 with the operator's
+// metrics; a scrape every few seconds costs no review once the answers
+// are cached; and an operator whose own account may not create
+// TokenReviews answers 500, never 200.
+func TestMetricsAuth(t *testing.T) {
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	for _, sa := range []string{"reader", "nobody"} {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// docs/metrics.md's metrics-reader ClusterRole, named for this test.
+	role := "metrics-reader-" + ns
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
+	token := func(sa string) string {
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	reader, nobody := token("reader"), token("nobody")
+
+	// The operator's reviews, counted at the wire.
+	var tokenReviews, accessReviews atomic.Int64
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			switch {
+			case strings.HasSuffix(r.URL.Path, "/tokenreviews"):
+				tokenReviews.Add(1)
+			case strings.HasSuffix(r.URL.Path, "/subjectaccessreviews"):
+				accessReviews.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	reviews, err := metrics.NewReviews(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveSecureMetrics(t, mgr, reviews)
+
+	for _, tc := range []struct {
+		name, token string
+		want        int
+	}{
+		{"anonymous", "", http.StatusUnauthorized},
+		{"invalid token", "not-a-token", http.StatusUnauthorized},
+		{"ServiceAccount without the role", nobody, http.StatusForbidden},
+	} {
+		code, body, err := getMetrics(ctx, s, tc.token)
+		if err != nil || code != tc.want || strings.Contains(body, "operator_reconcile_total") {
+			t.Errorf("%s: GET /metrics = %d %v %q, want %d without the metrics", tc.name, code, err, body, tc.want)
+		}
+	}
+	// The binding may take a moment to reach the authorizer's cache; a
+	// denial is kept 10 s.
+	var body string
+	cluster.Eventually(t, 60*time.Second, "the metrics-reader gets /metrics", func(ctx context.Context) (bool, error) {
+		code, b, err := getMetrics(ctx, s, reader)
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusOK {
+			return false, fmt.Errorf("GET /metrics: %d %q", code, b)
+		}
+		body = b
+		return true, nil
+	})
+	for _, want := range []string{`operator_reconcile_total{kind="Memcached.cache.example.com"`, `workqueue_depth{name="Memcached.cache.example.com"}`, "go_goroutines"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the reader's /metrics has no %s", want)
+		}
+	}
+
+	// Cached: more scrapes of the same tokens ask nothing more.
+	tr, sar := tokenReviews.Load(), accessReviews.Load()
+	for range 5 {
+		if code, _, err := getMetrics(ctx, s, reader); err != nil || code != http.StatusOK {
+			t.Fatalf("GET /metrics as the reader: %d %v", code, err)
+		}
+		if code, _, err := getMetrics(ctx, s, nobody); err != nil || code != http.StatusForbidden {
+			t.Fatalf("GET /metrics as nobody: %d %v", code, err)
+		}
+	}
+	if dtr, dsar := tokenReviews.Load()-tr, accessReviews.Load()-sar; dtr != 0 || dsar > 1 {
+		// nobody's denial may expire once (10 s) during the loop.
+		t.Errorf("10 scrapes of cached tokens made %d TokenReviews and %d SubjectAccessReviews, want 0 and at most 1", dtr, dsar)
+	}
+	t.Logf("%d TokenReviews and %d SubjectAccessReviews in all", tokenReviews.Load(), accessReviews.Load())
+
+	// An operator whose account may not review tokens (no
+	// system:auth-delegator) fails closed: 500, logged.
+	unprivileged := rest.AnonymousClientConfig(env.Config)
+	unprivileged.BearerToken = nobody
+	weak, err := metrics.NewReviews(unprivileged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := serveSecureMetrics(t, mgr, weak)
+	if code, body, err := getMetrics(ctx, s2, reader); err != nil || code != http.StatusInternalServerError || strings.Contains(body, "operator_reconcile_total") {
+		t.Errorf("GET /metrics of an operator that may not create TokenReviews: %d %v %q, want 500", code, err, body)
+	}
+
+	// Plain HTTP on the HTTPS port serves nothing.
+	if code, body, err := harness.HTTPGet(ctx, "http://"+s.MetricsAddr.String()+"/metrics"); err != nil || code != http.StatusBadRequest {
+		t.Errorf("GET http:// on the metrics port: %d %v %q, want 400", code, err, body)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

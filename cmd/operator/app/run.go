@@ -176,7 +176,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	stopServing, err := startServing(ctx, f.serve, mgr)
+	stopServing, err := startServing(ctx, cfg, f.serve, mgr)
 	if err != nil {
 		return err
 	}
