@@ -85,6 +85,7 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 		report(dir, gk, err)
 	}
 	keep := map[schema.GroupKind]bool{}
+	withdrawn := map[schema.GroupKind]bool{}
 	for _, s := range f.skipped {
 		gk, served := byDir[s.Dir]
 		if served {
@@ -107,7 +108,7 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 			// runs as the same account; a new account that does not agree
 			// leaves the last good version serving.
 			if cur != nil && sameAccount(cur, k) {
-				keep[gk] = false
+				keep[gk], withdrawn[gk] = false, true
 				cur = nil
 			}
 			if cur == nil {
@@ -142,10 +143,15 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 		report(k.Dir, gk, err)
 	}
 	for gk := range running {
-		if !keep[gk] {
-			log.Info("Kind stopped: its folder was removed or its ServiceAccount withdrew", "kind", gk.String())
-			m.Stop(gk)
+		switch {
+		case withdrawn[gk]:
+			log.Info("Kind's ServiceAccount no longer agrees: stopping the kind", "kind", gk.String())
+		case !keep[gk]:
+			log.Info("Kind folder removed: stopping the kind", "kind", gk.String())
+		default:
+			continue
 		}
+		m.Stop(gk)
 	}
 	m.loaded.Store(true)
 	return nil

@@ -474,7 +474,8 @@ func waitReplicas(t *testing.T, namespace, name string, n int32) {
 
 func createObject(t *testing.T, gvr schema.GroupVersionResource, namespace, name string, spec map[string]any) {
 	t.Helper()
-	kinds := map[string]string{"widgets": "Widget", "limiteds": "Limited", "memcacheds": "Memcached"}
+	kinds := map[string]string{"widgets": "Widget", "limiteds": "Limited", "memcacheds": "Memcached",
+		"gadgets": "Gadget", "writers": "Writer", "plains": "Plain"}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": kinds[gvr.Resource],
 		"metadata": map[string]any{"name": name, "namespace": namespace},
