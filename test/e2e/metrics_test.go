@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -58,26 +56,9 @@ func serveSecureMetrics(t *testing.T, m *controller.Manager, reviews metrics.Rev
 	return s
 }
 
-// getMetrics GETs /metrics of s over HTTPS with a bearer token ("": none),
-// trusting the self-signed certificate as a scraper with
-// insecure_skip_verify does.
+// getMetrics GETs /metrics of s over HTTPS with a bearer token ("": none).
 func getMetrics(ctx context.Context, s *metrics.Server, token string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+s.MetricsAddr.String()+"/metrics", nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	return harness.HTTPSGet(ctx, "https://"+s.MetricsAddr.String()+"/metrics", token)
 }
 
 // scrape returns the families of /metrics, parsed, read with the admin's

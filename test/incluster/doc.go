@@ -4,5 +4,6 @@
 // ServiceAccount, so that every request it makes is authorized by the RBAC
 // that `operator rbac` generated, exactly as in a Pod. Its kind folders
 // come from ConfigMaps (deploy/examples), two replicas elect a leader, and
-// the metrics and probes are read over HTTP.
+// the metrics are read over HTTPS with a token (anonymous, unauthorized and
+// authorized scrapes), the probes over plain HTTP.
 package incluster

@@ -313,9 +313,26 @@ func testPerKindIdentity(t *testing.T) {
 
 func testMetrics(t *testing.T) {
 	lead, _ := leader(t)
-	code, body, err := harness.HTTPGet(t.Context(), "http://"+lead.metrics+"/metrics")
+	url := "https://" + lead.metrics + "/metrics"
+	// Who may scrape: the reviews run as deploy/'s account, so a 200 here
+	// also shows that its generated role may make them.
+	nobody, err := accountToken(t.Context(), env, "metrics-nobody", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		who, token string
+		want       int
+	}{{"anonymous", "", 401}, {"an account without operator-metrics-reader", nobody, 403}} {
+		code, body, err := harness.HTTPSGet(t.Context(), url, c.token)
+		if err != nil || code != c.want {
+			t.Errorf("GET /metrics as %s: %d %v %s, want %d", c.who, code, err, body, c.want)
+		}
+		t.Logf("GET /metrics as %s: %d", c.who, code)
+	}
+	code, body, err := harness.HTTPSGet(t.Context(), url, scraperToken)
 	if err != nil || code != 200 {
-		t.Fatalf("GET /metrics: %d %v", code, err)
+		t.Fatalf("GET /metrics as the reader: %d %v", code, err)
 	}
 	for _, want := range []string{
 		`operator_reconcile_total{kind="Memcached.cache.example.com"`,
@@ -534,7 +551,7 @@ func condition(o *unstructured.Unstructured, typ string) *metav1.Condition {
 // metricSum is the sum of the samples of the metric name on r's /metrics.
 func metricSum(t *testing.T, r *replica, name string) float64 {
 	t.Helper()
-	code, body, err := harness.HTTPGet(t.Context(), "http://"+r.metrics+"/metrics")
+	code, body, err := harness.HTTPSGet(t.Context(), "https://"+r.metrics+"/metrics", scraperToken)
 	if err != nil || code != 200 {
 		t.Fatalf("GET /metrics: %d %v", code, err)
 	}

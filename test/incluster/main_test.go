@@ -13,6 +13,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -45,6 +46,9 @@ var (
 	// saKubeconfig authenticates as deploy/'s ServiceAccount.
 	saKubeconfig string
 	saConfig     *rest.Config
+	// scraperToken authenticates an account bound to deploy/'s
+	// operator-metrics-reader, as a Prometheus' would be.
+	scraperToken string
 	// replicas are the two operator processes, as deploy/ runs them,
 	// started by TestInCluster.
 	replicas [2]*replica
@@ -85,7 +89,30 @@ func setup(c *cluster.Cluster) (func(), error) {
 	if saConfig, err = serviceAccountConfig(ctx, c, saKubeconfig); err != nil {
 		return nil, err
 	}
+	if scraperToken, err = accountToken(ctx, c, "metrics-scraper", "operator-metrics-reader"); err != nil {
+		return nil, err
+	}
 	return func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// accountToken creates a ServiceAccount of ns, bound to clusterRole unless
+// it is "", and returns a token of it.
+func accountToken(ctx context.Context, c *cluster.Cluster, name, clusterRole string) (string, error) {
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	if clusterRole != "" {
+		if out, err := c.Kubectl(ctx, "create", "clusterrolebinding", name, "--clusterrole="+clusterRole, "--serviceaccount="+ns+":"+name); err != nil && !strings.Contains(out, "AlreadyExists") {
+			return "", fmt.Errorf("bind %s to %s: %w: %s", name, clusterRole, err, out)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token of %s/%s: %w", ns, name, err)
+	}
+	return tr.Status.Token, nil
 }
 
 // serviceAccountConfig writes a kubeconfig that authenticates with a

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,6 +45,7 @@ type runFlags struct {
 	cpuProfile     string
 	memProfile     string
 	configMaps     string
+	defaultAccount string
 	installCRDs    bool
 	leader         leaderFlags
 	serve          serveFlags
@@ -60,6 +63,7 @@ func NewRunCommand() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind (not read when only --configmap-selector is given)")
 	fl.StringVar(&f.configMaps, "configmap-selector", "", "label selector of the ConfigMaps in the operator's namespace (--state-namespace) that each hold one kind folder, files as keys; watched, so that applying or deleting one starts, changes or stops its kind")
+	fl.StringVar(&f.defaultAccount, "default-service-account", "", "ServiceAccount of --state-namespace that every kind without a serviceAccountName of its own impersonates, so that no kind folder runs with the operator's own rights (default: none, such kinds run as the operator)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
 	fl.StringVar(&f.namespace, "namespace", "", "watch only this namespace (default: all)")
 	fl.StringVar(&f.fieldManager, "field-manager", "operator", "server-side apply field manager, also the children's app.kubernetes.io/managed-by label")
@@ -168,8 +172,18 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		}
 		installCRD = inst.Install
 	}
+	if f.defaultAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(f.defaultAccount); len(errs) > 0 {
+			return fmt.Errorf("--default-service-account %q: %s", f.defaultAccount, strings.Join(errs, "; "))
+		}
+	}
+	if f.leader.namespace == "" {
+		f.leader.namespace = f.stateNamespace
+	}
+	protected := protectedNamespaces(f)
 	mgr, err := controller.NewManager(ctx, cfg, controller.Options{
 		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
+		Protected: protected, DefaultServiceAccount: f.defaultAccount,
 		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
 		Standby: f.leader.enabled, InstallCRD: installCRD,
 	})
@@ -210,7 +224,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	log.Info("Starting", "templates", templatesShown(useDir, f.templates), "configMapSelector", f.configMaps, "host", cfg.Host,
 		"namespace", f.namespace, "fieldManager", f.fieldManager, "stateNamespace", f.stateNamespace,
-		"leaderElection", f.leader.enabled, "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
+		"leaderElection", f.leader.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protected, "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
 	if err := mgr.SyncFolders(ctx, sources...); err != nil {
 		return err
 	}
@@ -218,9 +232,6 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	if f.leader.enabled {
 		if f.leader.id == "" {
 			f.leader.id = strings.ToLower(f.fieldManager) + "-leader"
-		}
-		if f.leader.namespace == "" {
-			f.leader.namespace = f.stateNamespace
 		}
 		e, err := startElection(ctx, cfg, f.leader, mgr.Lead, func() {
 			// Another replica may be writing already: every write of
@@ -253,6 +264,23 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		}
 	}
 	return nil
+}
+
+// protectedNamespaces are the operator's own namespaces, where no kind may
+// write or read: the one its kind folders come from (a child there could
+// be a new folder) and its Lease's. A local run that keeps only its
+// inventory in a namespace shares it with the objects it serves (tests and
+// the demo do); the inventory is safe there as any object is, by the
+// ownership claims.
+func protectedNamespaces(f *runFlags) []string {
+	var out []string
+	if f.configMaps != "" {
+		out = append(out, f.stateNamespace)
+	}
+	if f.leader.enabled && !slices.Contains(out, f.leader.namespace) {
+		out = append(out, f.leader.namespace)
+	}
+	return out
 }
 
 func templatesShown(useDir bool, dir string) string {
