@@ -1,12 +1,6 @@
-// Package crdinstall installs the CRD of a kind folder (`run --install-crds`)
-// with server-side apply, and refuses a CRD change that would break the
-// objects already stored: one that drops a version still served or stored,
-// or that removes a field from a version's schema that a stored object sets.
-// A removed field is not an error the API server reports: it prunes the field
-// from every object it reads, at once, so an object's spec silently loses it
-// (kro#186 is the bug of a tool that did not check).
-//
-// check.go holds the pure comparisons; install.go the cluster calls.
+// check.go holds the pure comparisons of a live CRD and the folder's: what a
+// change would break in the stored objects.
+
 package crdinstall
 
 import (

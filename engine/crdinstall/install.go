@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -59,10 +61,24 @@ func NewForClient(dyn dynamic.Interface, fieldManager string, forKind func(*cata
 	return &Installer{dyn: dyn, fieldManager: fieldManager, forKind: forKind, none: none}
 }
 
+// attempts bounds the get, check and apply rounds of one Install: a
+// round starts again only when the CRD changed between its read and its
+// apply (the apply's resourceVersion precondition failed; the API server
+// itself writes a CRD's status just after a change).
+const attempts = 3
+
 // Install makes kind k's CRD the folder's and waits until it is
-// Established. A change that Check refuses is not applied: the error is a
-// *RefusedError naming what would break. A folder without a CRD is logged
-// and left alone.
+// Established. It refuses, without changing anything:
+//   - a CRD in a group of Kubernetes or its SIG projects (a
+//     *ReservedGroupError), whether the CRD or kind.yaml names it;
+//   - a CRD that is not the folder's kind's (matches);
+//   - a live CRD that this operator did not create (a *NotOwnedError, see
+//     Owned), also one created by someone else while the operator created
+//     it (see installOnce);
+//   - a change that Check refuses (a *RefusedError naming what would
+//     break).
+//
+// A folder without a CRD is logged and left alone.
 func (i *Installer) Install(ctx context.Context, k *catalog.Kind) error {
 	log := klog.FromContext(ctx).WithValues("folder", k.Dir, "kind", k.GVK.GroupKind().String())
 	next, err := i.forKind(k)
@@ -73,32 +89,101 @@ func (i *Installer) Install(ctx context.Context, k *catalog.Kind) error {
 		log.Info("No CRD in the kind folder (no crd.yaml, no schema in kind.yaml); not installing one")
 		return nil
 	}
+	for _, g := range []struct{ where, group string }{{catalog.KindFile, k.GVK.Group}, {"the folder's CRD", next.Spec.Group}} {
+		if reason := ReservedGroup(g.group); reason != "" {
+			return &ReservedGroupError{CRD: next.Name, Where: g.where, Group: g.group, Reason: reason}
+		}
+	}
 	if err := matches(next, k); err != nil {
 		return err
 	}
+	source := ""
+	switch {
+	case k.CRD == nil:
+	case strings.HasPrefix(k.Dir, "configmap/"): // engine/controller's name of a ConfigMap folder
+		source = "<the " + catalog.CRDFile + " key of " + k.Dir + ", saved to a file>"
+	default:
+		source = filepath.Join(k.Dir, catalog.CRDFile)
+	}
+	for attempt := 1; ; attempt++ {
+		live, applied, err := i.installOnce(ctx, next, source)
+		if errors.Is(err, errRaced) && attempt < attempts {
+			log.V(1).Info("CRD changed while it was installed; reading it again", "crd", next.Name, "err", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case live == nil:
+			log.Info("CRD created", "crd", next.Name)
+		case applied.GetGeneration() != live.Generation:
+			log.Info("CRD updated", "crd", next.Name, "generation", applied.GetGeneration())
+		}
+		return i.waitEstablished(ctx, next.Name)
+	}
+}
+
+// installOnce reads the live CRD, refuses it unless it is the operator's
+// and the change is safe, and applies next: an update under the
+// precondition that the CRD is still at the resourceVersion read, so that
+// the ownership and Check hold for the CRD that is changed. It returns the
+// CRD as read (nil: absent) and as applied.
+//
+// Server-side apply has no create-only precondition (a metadata.uid or
+// resourceVersion in an apply of an absent object is refused or ignored),
+// so a CRD that someone else creates between the read and a create-apply
+// gets the apply merged in (when no value conflicts), and would then be
+// Owned. The answer to a create tells: a CRD the operator created has no
+// other manager of its own fields yet. When it has one, the apply is
+// withdrawn (see withdraw) and the CRD refused.
+func (i *Installer) installOnce(ctx context.Context, next *apiextensionsv1.CustomResourceDefinition, source string) (*apiextensionsv1.CustomResourceDefinition, *unstructured.Unstructured, error) {
 	live, err := i.get(ctx, next.Name)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if live != nil {
+		if !Owned(live, i.fieldManager) {
+			return nil, nil, &NotOwnedError{CRD: live.Name, FieldManager: i.fieldManager, Managers: Managers(live), Source: source}
+		}
 		err := Check(live, next, func(version string) ([]unstructured.Unstructured, error) {
 			return i.list(ctx, schema.GroupVersionResource{Group: live.Spec.Group, Version: version, Resource: live.Spec.Names.Plural})
 		})
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	applied, err := i.apply(ctx, next)
+	applied, err := i.apply(ctx, next, live)
+	if err != nil {
+		return nil, nil, err
+	}
+	if live == nil {
+		others := slices.DeleteFunc(managersOf(applied.GetManagedFields()), func(m string) bool { return m == i.fieldManager })
+		if len(others) > 0 {
+			refused := &NotOwnedError{CRD: next.Name, FieldManager: i.fieldManager, Managers: others, Source: source, CreatedMeanwhile: true}
+			if err := i.withdraw(ctx, next.Name); err != nil {
+				return nil, nil, fmt.Errorf("%w; and withdrawing the operator's apply failed: %w", refused, err)
+			}
+			return nil, nil, refused
+		}
+	}
+	return live, applied, nil
+}
+
+// withdraw releases every field of the CRD that the operator's field
+// manager set: an apply of an empty configuration removes the fields only
+// it owns, keeps the fields another manager owns too, and drops its
+// managedFields entry. What is left is the CRD as the others made it.
+func (i *Installer) withdraw(ctx context.Context, name string) error {
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": apiextensionsv1.SchemeGroupVersion.String(), "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": name},
+	})
 	if err != nil {
 		return err
 	}
-	switch {
-	case live == nil:
-		log.Info("CRD created", "crd", next.Name)
-	case applied.GetGeneration() != live.Generation:
-		log.Info("CRD updated", "crd", next.Name, "generation", applied.GetGeneration())
-	}
-	return i.waitEstablished(ctx, next.Name)
+	_, err = i.dyn.Resource(crdResource).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: i.fieldManager})
+	return err
 }
 
 // matches checks that the folder's CRD is the CRD of the folder's kind.
@@ -147,17 +232,25 @@ func (i *Installer) list(ctx context.Context, gvr schema.GroupVersionResource) (
 	}
 }
 
-// apply applies c with server-side apply. Not forced: a field of the CRD
-// that another manager set to another value (kubectl, Helm, a GitOps tool)
-// is a conflict to report, not a value to take over, so that two owners of
-// one CRD never undo each other's changes in turn.
-func (i *Installer) apply(ctx context.Context, c *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+// errRaced is an update whose precondition failed: the CRD changed since
+// it was read.
+var errRaced = errors.New("the CRD changed since it was read")
+
+// apply applies c with server-side apply; over live, the CRD as read (nil:
+// absent), under the precondition of live's resourceVersion. Not forced: a field of the CRD that another manager set to another value
+// (kubectl, Helm, a GitOps tool) is a conflict to report, not a value to
+// take over, so that two owners of one CRD never undo each other's changes
+// in turn.
+func (i *Installer) apply(ctx context.Context, c *apiextensionsv1.CustomResourceDefinition, live *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 	if err != nil {
 		return nil, fmt.Errorf("CRD %s: %w", c.Name, err)
 	}
 	delete(obj, "status")
 	meta := map[string]any{"name": c.Name}
+	if live != nil {
+		meta["resourceVersion"] = live.ResourceVersion
+	}
 	if len(c.Labels) > 0 {
 		meta["labels"] = c.Labels
 	}
@@ -172,15 +265,30 @@ func (i *Installer) apply(ctx context.Context, c *apiextensionsv1.CustomResource
 		return nil, fmt.Errorf("CRD %s: %w", c.Name, err)
 	}
 	u, err := i.dyn.Resource(crdResource).Patch(ctx, c.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: i.fieldManager})
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("apply CRD %s as field manager %s: %w (another manager owns these fields with other values: "+
-				"leave the CRD to it and remove it from the folder, or hand the fields over with kubectl apply --server-side --force-conflicts --field-manager=%s)",
-				c.Name, i.fieldManager, err, i.fieldManager)
-		}
-		return nil, fmt.Errorf("apply CRD %s: %w", c.Name, err)
+	switch {
+	case err == nil:
+		return u, nil
+	case live != nil && apierrors.IsConflict(err) && !fieldConflict(err):
+		return nil, fmt.Errorf("apply CRD %s: changed since resourceVersion %s: %w", c.Name, live.ResourceVersion, errRaced)
+	case apierrors.IsConflict(err):
+		return nil, fmt.Errorf("apply CRD %s as field manager %s: %w (another manager owns these fields with other values: "+
+			"leave the CRD to it and remove it from the folder, or hand the fields over with kubectl apply --server-side --force-conflicts --field-manager=%s)",
+			c.Name, i.fieldManager, err, i.fieldManager)
 	}
-	return u, nil
+	return nil, fmt.Errorf("apply CRD %s: %w", c.Name, err)
+}
+
+// fieldConflict reports whether err is a server-side apply conflict, which
+// lists a cause per field in conflict with another manager; a failed
+// resourceVersion precondition is a conflict without causes.
+func fieldConflict(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool {
+		return c.Type == metav1.CauseTypeFieldManagerConflict
+	})
 }
 
 // waitEstablished waits until the CRD's Established condition is True, and

@@ -40,6 +40,7 @@ const (
 	CodeRequiredStatus = "LNT313" // the CRD's status has required fields
 	CodeNoVersion      = "LNT314" // the CRD does not serve kind.yaml's version
 	CodeNoCRD          = "LNT315" // no CRD found: schema checks skipped
+	CodeReservedGroup  = "LNT316" // the folder's CRD is in a group run --install-crds refuses
 
 	CodeUndeclaredLookup = "LNT400" // a literal lookup of an undeclared kind
 	CodeComputedLookup   = "LNT401" // a lookup whose kind is computed
@@ -92,6 +93,7 @@ var Codes = []CodeInfo{
 	{CodeRequiredStatus, Error, "the CRD's status has required fields"},
 	{CodeNoVersion, Error, "the CRD does not serve kind.yaml's version"},
 	{CodeNoCRD, Info, "no CRD found: schema checks skipped"},
+	{CodeReservedGroup, Warning, "the folder's CRD is in a Kubernetes group"},
 
 	{CodeUndeclaredLookup, Error, "a lookup of a kind kind.yaml does not declare"},
 	{CodeComputedLookup, Warning, "a lookup whose kind is computed"},

@@ -178,6 +178,7 @@ func (f *folder) lint(ctx context.Context, samples []sample, o Options, namespac
 	k := f.kind
 	out := f.staticChecks(namespaced)
 
+	out = append(out, f.reservedGroup()...)
 	var crd *CRD
 	if !catalog.BuiltInGroup(k.GVK.Group) {
 		var err error

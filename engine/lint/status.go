@@ -9,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/crdinstall"
 	"github.com/tmplop/operator/engine/status"
 )
 
@@ -237,4 +238,25 @@ func article(t string) string {
 func (f *folder) noCRD(k *catalog.Kind) Finding {
 	return f.at(catalog.KindFile, 0, CodeNoCRD,
 		"no CRD of %s found (no crd.yaml or schema in the folder, none in --crds): the CRD and the rendered status are not checked", k.GVK.GroupKind())
+}
+
+// reservedGroup reports a folder's own CRD (crd.yaml, or a schema in
+// kind.yaml) in a group that `run --install-crds` refuses to install
+// (crdinstall.ReservedGroup): the groups of Kubernetes and of its SIG
+// projects. The folder serves the kind all the same when the CRD is
+// installed some other way.
+func (f *folder) reservedGroup() []Finding {
+	k := f.kind
+	reason := crdinstall.ReservedGroup(k.GVK.Group)
+	switch {
+	case reason == "":
+		return nil
+	case k.CRD != nil:
+		return []Finding{f.at(crdFile, keyLine(string(k.CRD), "group"), CodeReservedGroup,
+			"the folder's CRD is in group %q: %s; run --install-crds refuses to install it: use a group of a domain of your own, or remove %s", k.GVK.Group, reason, crdFile)}
+	case k.Spec.HasCRDSchema():
+		return []Finding{f.at(catalog.KindFile, topKeyLine(f.kindYAML, "apiVersion"), CodeReservedGroup,
+			"kind.yaml's schema makes a CRD in group %q: %s; run --install-crds refuses to install it: use a group of a domain of your own", k.GVK.Group, reason)}
+	}
+	return nil
 }

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tmplop/operator/engine/crdinstall"
 	"github.com/tmplop/operator/test/cluster"
 	"github.com/tmplop/operator/test/harness"
 )
@@ -127,6 +129,138 @@ func TestInstallCRDs(t *testing.T) {
 	}
 	if !op.Alive() {
 		t.Fatalf("the operator exited:\n%s", op.Output())
+	}
+}
+
+// foreignGroup is the foreign-CRD test's own: no other test serves or
+// installs it.
+const foreignGroup = "foreign.author.tmplop.io"
+
+// TestInstallCRDsLeavesForeignCRD installs a CRD as another project would,
+// with kubectl apply --server-side, then runs the operator with
+// --install-crds on a folder whose crd.yaml adds a version and a label to
+// it: the operator changes nothing (same resourceVersion, generation,
+// labels and versions), logs the refusal with the CRD's managers and what
+// to do, and does not start the kind. After the explicit takeover that the
+// message names, the folder's CRD is applied and the kind starts.
+func TestInstallCRDsLeavesForeignCRD(t *testing.T) {
+	ctx := context.Background()
+	crdName := "gadgets." + foreignGroup
+	gadgets := schema.GroupVersionResource{Group: foreignGroup, Version: "v1", Resource: "gadgets"}
+	if _, err := env.Kubectl(ctx, "delete", "crd", crdName, "--ignore-not-found", "--wait=true", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Kubectl(context.Background(), "delete", "crd", crdName, "--wait=false") })
+	if out, err := env.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join("testdata", "install", "foreign-crd.yaml")); err != nil {
+		t.Fatalf("install the other project's CRD: %v\n%s", err, out)
+	}
+	if _, err := env.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crdName); err != nil {
+		t.Fatal(err)
+	}
+	before := installGetCRD(t, crdName)
+
+	ns := env.Namespace(t)
+	templates := t.TempDir()
+	folder := filepath.Join(templates, "gadget")
+	if err := os.CopyFS(folder, os.DirFS(filepath.Join("testdata", "install", "gadget"))); err != nil {
+		t.Fatal(err)
+	}
+	const manager = "author-foreign"
+	op := harness.StartOperator(t, bin, "run", "--kubeconfig", env.Kubeconfig, "--templates", templates, "--install-crds",
+		"--namespace", ns, "--state-namespace", ns, "--field-manager", manager)
+
+	t.Log("the operator refuses to change the other project's CRD")
+	var refusal string
+	cluster.Eventually(t, 60*time.Second, "the operator logs the refused CRD", func(context.Context) (bool, error) {
+		refusal = liveLastLine(op.Output(), "its CRD was not installed")
+		if refusal == "" {
+			return false, nil
+		}
+		for _, want := range []string{"CRD " + crdName + " was not created by this operator", "field manager " + manager,
+			"managed by kubectl", "remove crd.yaml from the folder",
+			"kubectl apply --server-side --field-manager=" + manager + " -f " + filepath.Join(folder, "crd.yaml"),
+			"lastGoodVersionServed=false"} {
+			if !strings.Contains(refusal, want) {
+				return false, fmt.Errorf("the log line has no %q: %s", want, refusal)
+			}
+		}
+		return true, nil
+	})
+	t.Logf("operator log: %s", refusal)
+	// The folder is synced at start and on changes; give it a second sync
+	// (a change of the folder that keeps the refusal) before looking.
+	installTouch(t, folder, "kind.yaml")
+	installGadget(t, ns, "g1")
+	time.Sleep(3 * time.Second)
+	after := installGetCRD(t, crdName)
+	if after.ResourceVersion != before.ResourceVersion || after.Generation != before.Generation {
+		t.Errorf("CRD %s changed: resourceVersion %s -> %s, generation %d -> %d", crdName,
+			before.ResourceVersion, after.ResourceVersion, before.Generation, after.Generation)
+	}
+	if fmt.Sprint(after.Labels) != fmt.Sprint(before.Labels) || after.Labels["team"] != "" {
+		t.Errorf("CRD %s labels %v, were %v", crdName, after.Labels, before.Labels)
+	}
+	if len(after.Spec.Versions) != 1 {
+		t.Errorf("CRD %s has %d versions, the other project's has 1", crdName, len(after.Spec.Versions))
+	}
+	for _, m := range after.ManagedFields {
+		if m.Manager == manager {
+			t.Errorf("CRD %s has a managedFields entry of the operator: %+v", crdName, m)
+		}
+	}
+	for _, line := range []string{"Kind folder loaded", "Serving kind", "CRD created", "CRD updated"} {
+		if out := op.Output(); strings.Contains(out, line) {
+			t.Errorf("the operator logged %q: it started the kind or changed its CRD:\n%s", line, out)
+		}
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "g1-child", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("g1-child: %v, want NotFound: the kind was started from the refused folder", err)
+	}
+	if !op.Alive() {
+		t.Fatalf("the operator exited:\n%s", op.Output())
+	}
+
+	t.Log("after the explicit takeover, the folder's CRD is applied and the kind starts")
+	if out, err := env.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "--field-manager="+manager,
+		"-f", filepath.Join(folder, "crd.yaml")); err != nil {
+		t.Fatalf("take the CRD over: %v\n%s", err, out)
+	}
+	installTouch(t, folder, "kind.yaml")
+	liveWaitOutput(t, op, 30*time.Second, "Serving kind")
+	liveWaitChild(t, ns, "g1-child", 30*time.Second, map[string]string{"message": "hello"})
+	crd := installGetCRD(t, crdName)
+	if !installAppliedBy(crd, manager) || crd.Labels["team"] != "folder" || len(crd.Spec.Versions) != 2 {
+		t.Errorf("CRD %s after the takeover: labels %v, %d versions, managers %v", crdName, crd.Labels, len(crd.Spec.Versions), crdinstall.Managers(crd))
+	}
+	if _, err := dyn.Resource(gadgets).Namespace(ns).Get(ctx, "g1", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// installTouch rewrites a file of a folder as it is: a change for the
+// operator's file watch.
+func installTouch(t *testing.T, folder, file string) {
+	t.Helper()
+	p := filepath.Join(folder, file)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func installGadget(t *testing.T, ns, name string) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": foreignGroup + "/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"message": "hello"},
+	}}
+	gadgets := schema.GroupVersionResource{Group: foreignGroup, Version: "v1", Resource: "gadgets"}
+	if _, err := dyn.Resource(gadgets).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Gadget %s: %v", name, err)
 	}
 }
 
