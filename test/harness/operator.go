@@ -190,6 +190,33 @@ func (o *Operator) PeakRSS() (int64, error) {
 	return 0, fmt.Errorf("peak RSS of operator: no VmHWM in %s (exiting?)", path)
 }
 
+// CPUTime is the CPU the operator has used so far, user and system, from
+// /proc/<pid>/stat: what a runaway render costs the machine, whatever the
+// operator reports.
+func (o *Operator) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.PID()))
+	if err != nil {
+		return 0, fmt.Errorf("CPU time of operator: %w", err)
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis (proc(5): utime is field 14, stime 15).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("CPU time of operator: unexpected /proc/%d/stat %q", o.PID(), b)
+	}
+	var ticks int64
+	for _, field := range f[11:13] {
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time of operator: %w", err)
+		}
+		ticks += n
+	}
+	// USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
 // Signal sends sig to the operator. Wait measures from the first Signal.
 func (o *Operator) Signal(sig os.Signal) error {
 	o.mu.Lock()

@@ -131,6 +131,40 @@ func TestOperatorLifecycle(t *testing.T) {
 	}
 }
 
+// TestOperatorCPUTime: a process that burns 500 ms of CPU before ready
+// reports at least most of it, and an idle one next to nothing.
+func TestOperatorCPUTime(t *testing.T) {
+	bin := fakeOperator(t)
+	tests := map[string]struct {
+		spin     time.Duration
+		min, max time.Duration
+	}{
+		"idle":    {spin: 0, min: 0, max: 300 * time.Millisecond},
+		"spinner": {spin: 500 * time.Millisecond, min: 350 * time.Millisecond, max: 5 * time.Second},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			op := StartOperator(t, bin, fmt.Sprintf("-spin=%s", tc.spin))
+			if err := op.WaitForOutput(t.Context(), "ready"); err != nil {
+				t.Fatal(err)
+			}
+			cpu, err := op.CPUTime()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cpu < tc.min || cpu > tc.max {
+				t.Errorf("CPUTime = %s, want between %s and %s", cpu, tc.min, tc.max)
+			}
+			if err := op.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := op.Wait(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestOperatorPeakRSS(t *testing.T) {
 	bin := fakeOperator(t)
 	const mib = 1 << 20

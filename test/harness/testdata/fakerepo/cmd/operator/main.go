@@ -20,6 +20,7 @@ func main() {
 	termDelay := flag.Duration("term-delay", 0, "time to take to shut down after SIGTERM")
 	termExit := flag.Int("term-exit", 0, "exit code after SIGTERM")
 	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM (only SIGKILL stops it)")
+	spin := flag.Duration("spin", 0, "busy CPU time to burn before ready")
 	flag.Parse()
 
 	// Subscribe before announcing ready, so a test that signals on
@@ -33,6 +34,8 @@ func main() {
 	mem := make([]byte, *alloc<<20)
 	for i := 0; i < len(mem); i += 4096 {
 		mem[i] = 1 // touch every page, so it counts in the RSS
+	}
+	for start := time.Now(); time.Since(start) < *spin; {
 	}
 	fmt.Println("ready")
 	if *exit >= 0 {
