@@ -14,14 +14,17 @@ import (
 // Zero fields take the defaults below.
 type Budget struct {
 	// Timeout is the wall time of the render. Every loop iteration,
-	// include, tpl and guarded function checks it, and a render that still
+	// include, tpl and function call checks it, and a render that still
 	// runs Timeout plus a grace period later is abandoned (see Set.Runaway).
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// MaxOutputBytes bounds what the render produces, counted where it is
 	// produced: template output, include and tpl results, every string a
-	// function returns and every list it builds (8 bytes an element). A
-	// template that doubles a string in a loop hits it after a few dozen
-	// steps, long before memory runs out.
+	// function returns, every list or map it builds (what it allocates: 8
+	// bytes an int, 16 an element, 64 a map entry), the copies lookup and
+	// deepCopy make, and what decoding (fromYaml) and compiling a regular
+	// expression allocate. A function refuses before it allocates what would
+	// not fit. A template that doubles a string or a list in a loop hits it
+	// after a few dozen steps, long before memory runs out.
 	MaxOutputBytes int64 `json:"maxOutputBytes,omitempty"`
 	// MaxManifests bounds the child manifests of one object.
 	MaxManifests int `json:"maxManifests,omitempty"`
@@ -100,6 +103,13 @@ const (
 	BudgetDepth     = "depth"
 	BudgetCanceled  = "canceled"
 	BudgetDegraded  = "degraded"
+	// BudgetWork is one function call that would run too long to be
+	// stopped: a deadline is only checked between calls, so a call that
+	// compares every pair of a list (uniq, without) or runs a large
+	// regular expression over a long string is refused past a fixed number
+	// of steps, whatever is left of the time budget (see maxCompares and
+	// maxRegexWork). It depends on the input alone.
+	BudgetWork = "work"
 )
 
 // BudgetError is a render stopped by its budget.
@@ -124,8 +134,10 @@ func (e *BudgetError) Error() string {
 		msg = fmt.Sprintf("render budget exceeded: depth (%d nested include, tpl and template calls; recursion?)", e.Limit)
 	case BudgetCanceled:
 		msg = "render canceled"
+	case BudgetWork:
+		msg = fmt.Sprintf("render budget exceeded: work (%d steps in one function call)", e.Limit)
 	case BudgetDegraded:
-		msg = fmt.Sprintf("render refused: %d renders of this folder are still running past their time budget", e.Limit)
+		msg = fmt.Sprintf("render refused: %d renders of this object are still running past their time budget", e.Limit)
 	default:
 		msg = "render budget exceeded: " + e.Budget
 	}
@@ -137,7 +149,7 @@ func (e *BudgetError) Error() string {
 
 // Transient reports whether the same render may succeed when retried:
 // time depends on the machine's load and the degraded state passes;
-// output, manifests, calls and depth are a function of the input.
+// output, manifests, calls, depth and work are a function of the input.
 func (e *BudgetError) Transient() bool {
 	switch e.Budget {
 	case BudgetTime, BudgetCanceled, BudgetDegraded:
@@ -205,6 +217,45 @@ func (m *meter) fits(n int64, detail func() string) error {
 }
 
 func (m *meter) remaining() int64 { return m.budget.MaxOutputBytes - m.produced }
+
+// What a function is charged for the collections it builds: what they
+// take in memory, so that the output budget bounds memory too.
+const (
+	intCost   = 8  // an int of a []int (until)
+	elemCost  = 16 // an element of a []any or a []string: an interface or a string header
+	entryCost = 64 // a map entry: key, value and the table's share of a table grown by doubling
+)
+
+// bounded is the one shape of a guarded call: refuse when estimate, what
+// call may allocate, does not fit what is left (nothing is allocated
+// yet), then charge what it produced, cost(result), or the estimate when
+// cost is nil. what names the call in the error.
+func bounded[T any](m *meter, estimate int64, what func() string, call func() (T, error), cost func(T) int64) (T, error) {
+	var zero T
+	if err := m.fits(estimate, what); err != nil {
+		return zero, err
+	}
+	out, err := call()
+	if err != nil {
+		return zero, err
+	}
+	n := estimate
+	if cost != nil {
+		n = cost(out)
+	}
+	if err := m.charge(n, what); err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+// tooMuchWork refuses a call that would take more than limit steps.
+func tooMuchWork(steps, limit int64, detail func() string) error {
+	if steps <= limit && steps >= 0 {
+		return nil
+	}
+	return &BudgetError{Budget: BudgetWork, Limit: limit, Detail: detail()}
+}
 
 // enter counts one template execution (include, tpl, template) and one
 // level of nesting; leave undoes the nesting.

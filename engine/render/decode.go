@@ -21,12 +21,22 @@ func decodeValue(data []byte) (any, error) {
 	if v, ok := fastDecode(data); ok {
 		return v, nil
 	}
+	// What a document decodes into must stay proportional to the output
+	// it is, which the budget charged: aliases could expand it without
+	// bound (see yamlalias.go).
+	if _, err := yamlAliasNodes(string(data), max(int64(len(data)), minAliasNodes)); err != nil {
+		return nil, err
+	}
 	var v any
 	if err := yamlv2.Unmarshal(data, &v); err != nil {
 		return nil, err
 	}
 	return jsonValue(v)
 }
+
+// minAliasNodes is how many values any document may decode into, aliases
+// expanded; larger documents as many as they have bytes.
+const minAliasNodes = 1 << 16
 
 // jsonValue converts a value decoded by yaml.v2 as sigs.k8s.io/yaml then a
 // JSON encode and decode would: keys become strings, integers int64, floats

@@ -49,6 +49,9 @@ func compareDecoders(t *testing.T, data []byte) {
 	if gerr != nil && strings.Contains(gerr.Error(), "once written as strings") {
 		return // the reference picks one of two colliding keys at random
 	}
+	if gerr != nil && strings.Contains(gerr.Error(), "whose aliases expand to more than") {
+		return // the reference expands them, however many
+	}
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("%q: errors differ: reference %v, decodeValue %v", data, werr, gerr)
 	}

@@ -64,12 +64,24 @@
 //     each can be server-side applied (apiVersion, kind, metadata.name).
 //   - Decode status.yaml into a mapping and collect the soonest requeueAfter.
 //   - Hold every render to its Budget (budget.go): wall time, bytes
-//     produced, manifests, calls and nesting. The parse trees are rewritten
-//     once so that loops and template calls pass through the budget
-//     (guard.go), the functions that can build large values check it
-//     before they allocate (limits.go), and a render that still runs past
-//     its deadline is abandoned: the caller always gets an answer within
-//     the timeout plus a grace period (render.go).
+//     produced, manifests, calls, nesting and the work of one call. The
+//     parse trees are rewritten once so that loops and template calls pass
+//     through the budget (guard.go: every range iteration checks the
+//     deadline and is charged for what evaluating its body allocates).
+//     Every function checks the deadline before it runs and is charged for
+//     what it returns (funcguard.go); those that can build far more than
+//     their input, copy it, or loop over it refuse before they allocate or
+//     past a bound: strings (limits.go), printf (printf.go), lists and maps
+//     (collections.go), splitting, joining and decoding (convert.go,
+//     yamlalias.go), uniq, without and has (compare.go) and regular
+//     expressions (regex.go). A test lists every other function with the
+//     reason it needs no more, so that a sprig upgrade cannot add an
+//     unbounded one unnoticed. A render that still runs past its deadline
+//     is abandoned: the caller always gets an answer within the timeout
+//     plus a grace period, and the render stops at its next function call,
+//     each call being bounded (render.go). While two abandoned renders of
+//     one object still run, that object's renders are refused, not those
+//     of the folder's other objects (runaway.go).
 //   - Report what the callers' guards need: the files whose list lookups
 //     came back empty, and the functions called whose results differ from
 //     one call to the next.

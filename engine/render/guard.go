@@ -14,7 +14,13 @@ import (
 //
 //   - every range body starts with a call of tickFunc, which checks the
 //     deadline (a loop that prints nothing and calls nothing is otherwise
-//     unstoppable);
+//     unstoppable) and charges the iteration: text/template allocates
+//     about 100 bytes to evaluate a command (a call, a field), garbage no
+//     function sees, so a loop of cheap calls would allocate without
+//     bound until its deadline. The tick charges iterCost and cmdCost for
+//     each command of the body, counted here: a sixth of what evaluation
+//     allocates, enough to hold it to a multiple of the output budget, a
+//     few hundred KiB for a thousand iterations of a large body;
 //   - every {{ template "x" . }} becomes {{ include "x" . }}, which counts
 //     calls and nesting (the two print the same bytes);
 //   - every action that prints a value not known to be a scalar is piped
@@ -64,8 +70,10 @@ func guardList(tree *parse.Tree, list *parse.ListNode, scalar map[string]bool) {
 			guardList(tree, n.List, scalar)
 			guardList(tree, n.ElseList, scalar)
 			if n.List != nil && !startsWithTick(n.List) {
+				weight := commands(n.List) + 1
+				arg := &parse.NumberNode{NodeType: parse.NodeNumber, Pos: n.Pos, IsInt: true, Int64: int64(weight), Text: strconv.Itoa(weight)}
 				tick := &parse.ActionNode{NodeType: parse.NodeAction, Pos: n.Pos, Line: n.Line,
-					Pipe: pipe(n.Pos, n.Line, command(n.Pos, parse.NewIdentifier(tickFunc).SetTree(tree).SetPos(n.Pos)))}
+					Pipe: pipe(n.Pos, n.Line, command(n.Pos, parse.NewIdentifier(tickFunc).SetTree(tree).SetPos(n.Pos), arg))}
 				n.List.Nodes = append([]parse.Node{tick}, n.List.Nodes...)
 			}
 		case *parse.TemplateNode:
@@ -94,12 +102,49 @@ func pipe(pos parse.Pos, line int, cmds ...*parse.CommandNode) *parse.PipeNode {
 	return &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Line: line, Cmds: cmds}
 }
 
+// Charged by every range iteration, and for every command of its body.
+const (
+	iterCost = 16
+	cmdCost  = 16
+)
+
+// commands counts the commands a range body evaluates in one iteration:
+// those of nested ranges count at their own ticks, but not their
+// pipelines, evaluated once an iteration of this one.
+func commands(list *parse.ListNode) int {
+	if list == nil {
+		return 0
+	}
+	n := 0
+	pipeCmds := func(p *parse.PipeNode) int {
+		if p == nil {
+			return 0
+		}
+		return len(p.Cmds)
+	}
+	for _, node := range list.Nodes {
+		switch node := node.(type) {
+		case *parse.ActionNode:
+			n += pipeCmds(node.Pipe)
+		case *parse.IfNode:
+			n += pipeCmds(node.Pipe) + commands(node.List) + commands(node.ElseList)
+		case *parse.WithNode:
+			n += pipeCmds(node.Pipe) + commands(node.List) + commands(node.ElseList)
+		case *parse.RangeNode:
+			n += pipeCmds(node.Pipe) + commands(node.ElseList)
+		case *parse.TemplateNode:
+			n += 1 + pipeCmds(node.Pipe)
+		}
+	}
+	return n
+}
+
 func startsWithTick(list *parse.ListNode) bool {
 	if len(list.Nodes) == 0 {
 		return false
 	}
 	a, ok := list.Nodes[0].(*parse.ActionNode)
-	if !ok || len(a.Pipe.Cmds) != 1 || len(a.Pipe.Cmds[0].Args) != 1 {
+	if !ok || len(a.Pipe.Cmds) != 1 || len(a.Pipe.Cmds[0].Args) == 0 {
 		return false
 	}
 	id, ok := a.Pipe.Cmds[0].Args[0].(*parse.IdentifierNode)

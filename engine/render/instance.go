@@ -30,7 +30,8 @@ func (s *Set) get() (*instance, error) {
 	if err != nil {
 		return nil, &Error{Message: fmt.Sprintf("clone templates: %v", err), err: err}
 	}
-	h := &holder{}
+	h := &holder{root: t}
+	h.names, _ = parseFuncs()
 	t.Funcs(funcsFor(h))
 	t.Funcs(bindTemplate(h, t, s.scalar))
 	return &instance{tmpl: t, h: h}, nil

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -35,6 +36,9 @@ type Lookup interface {
 // it does not exist (so `{{ if lookup ... }}` tests existence); without a
 // name, a List object of all of them.
 func (st *renderState) lookupFunc(apiVersion, kind, namespace, name string) (map[string]any, error) {
+	if err := st.meter.check(); err != nil {
+		return nil, err
+	}
 	if name == "" {
 		return st.list("lookup", apiVersion, kind, namespace, "")
 	}
@@ -48,6 +52,9 @@ func (st *renderState) lookupFunc(apiVersion, kind, namespace, name string) (map
 	if obj == nil {
 		return map[string]any{}, nil
 	}
+	if err := st.chargeCopy("lookup", obj); err != nil {
+		return nil, err
+	}
 	// Objects come from the caller's informer cache, which templates must
 	// not be able to mutate with set or merge.
 	obj, err = copyJSONMap(obj)
@@ -60,6 +67,9 @@ func (st *renderState) lookupFunc(apiVersion, kind, namespace, name string) (map
 // lookupSelectFunc is lookup of a list filtered by a label selector, which
 // Helm's lookup cannot express.
 func (st *renderState) lookupSelectFunc(apiVersion, kind, namespace, selector string) (map[string]any, error) {
+	if err := st.meter.check(); err != nil {
+		return nil, err
+	}
 	return st.list("lookupSelect", apiVersion, kind, namespace, selector)
 }
 
@@ -72,8 +82,14 @@ func (st *renderState) list(fn, apiVersion, kind, namespace, selector string) (m
 		if err != nil {
 			return nil, &funcError{msg: fmt.Sprintf("%s %s %s%s: %v", fn, apiVersion, kind, listScope(namespace, selector), err), cause: &LookupError{Err: err}}
 		}
+		if err := st.meter.charge(elemCost*int64(len(objs)), func() string { return fn + " of " + strconv.Itoa(len(objs)) + " objects" }); err != nil {
+			return nil, err
+		}
 		items = make([]any, 0, len(objs))
 		for _, obj := range objs {
+			if err := st.chargeCopy(fn, obj); err != nil {
+				return nil, err
+			}
 			c, err := copyJSONMap(obj)
 			if err != nil {
 				return nil, funcErrorf("%s %s %s%s: %v", fn, apiVersion, kind, listScope(namespace, selector), err)
@@ -88,6 +104,16 @@ func (st *renderState) list(fn, apiVersion, kind, namespace, selector string) (m
 		}
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil
+}
+
+// chargeCopy charges the copy of a cached object before it is made: a
+// template that looks up a large object in a loop copies it every time.
+func (st *renderState) chargeCopy(fn string, obj map[string]any) error {
+	if err := st.meter.check(); err != nil {
+		return err
+	}
+	size, _ := expandedSize(obj, st.meter.remaining())
+	return st.meter.charge(size, func() string { return fmt.Sprintf("%s: a copy of %d bytes or more", fn, size) })
 }
 
 func objectPath(namespace, name string) string {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSplitDocuments(t *testing.T) {
@@ -62,5 +63,25 @@ func TestCheckManifest(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("checkManifest(%v) = %q, want %q", tc.obj, got, tc.want)
 		}
+	}
+}
+
+// TestAliasBomb: a document whose aliases expand far beyond its size (a
+// tenant's string printed by tpl) is refused, not decoded.
+func TestAliasBomb(t *testing.T) {
+	// 4000 values used 90 times: few enough aliases for yaml.v2's own
+	// check, 360,000 values and 60 MB from 8 KB.
+	bomb := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\na: &a [" + strings.Repeat("x,", 3999) + "x]\nb: [" + strings.Repeat("*a,", 89) + "*a]\n"
+	start := time.Now()
+	_, err := appendManifests(nil, "a.yaml", []byte(bomb))
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Fatalf("err = %v, want the aliases refused", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s", d)
+	}
+	ms, err := appendManifests(nil, "a.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: &v value\n  b: *v\n"))
+	if err != nil || ms[0].Object.Object["data"].(map[string]any)["b"] != "value" {
+		t.Fatalf("a document with a few aliases: %v, %v", ms, err)
 	}
 }

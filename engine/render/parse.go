@@ -6,7 +6,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"text/template"
 )
 
@@ -28,7 +27,7 @@ type Set struct {
 	// building one costs more than the render itself.
 	free chan *instance
 	// runaway counts renders abandoned past their deadline that still run.
-	runaway atomic.Int32
+	runaway runaways
 }
 
 // Reserved file names of the folder contract.

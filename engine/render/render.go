@@ -50,11 +50,6 @@ type Result struct {
 // missingkey=zero; Helm removes it so optional fields read as empty.
 const noValue = "<no value>"
 
-// maxRunaway is how many abandoned renders of one Set may still run before
-// new renders are refused (BudgetDegraded): a template that ignores its
-// deadline in one long function call may hold a CPU, not every CPU.
-const maxRunaway = 2
-
 // Children renders every child template. If any template fails, it returns an error and no manifests.
 //
 // It returns within in.Budget.Timeout plus a grace period whatever the
@@ -100,8 +95,8 @@ func (s *Set) Status(ctx context.Context, in Input) (*Result, error) {
 }
 
 // Runaway is how many renders of s were abandoned past their deadline and
-// are still running.
-func (s *Set) Runaway() int { return int(s.runaway.Load()) }
+// are still running, all objects together.
+func (s *Set) Runaway() int { return s.runaway.count() }
 
 // render is one call of Children or Status.
 type render struct {
@@ -120,12 +115,14 @@ type outcome struct {
 // run executes body on an instance of s, on a goroutine of its own, and
 // waits at most the budget's timeout plus a grace period. The deadline
 // and ctx stop the render cooperatively (every loop, include, tpl and
-// guarded function checks them); a render that does not notice in time,
+// function call checks them); a render that does not notice in time,
 // because one function call runs long, is abandoned: the caller gets a
-// time budget error at once and the goroutine finishes on its own.
+// time budget error at once, and the goroutine stops at its next check,
+// which every call reaches within a bounded amount of work.
 func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*render) (*Result, error)) (*Result, error) {
 	b := in.Budget.WithDefaults()
-	if n := s.runaway.Load(); n >= maxRunaway {
+	key := objectKey(in.Object)
+	if n := s.runaway.of(key); n >= maxRunaway {
 		be := &BudgetError{Budget: BudgetDegraded, Limit: int64(n)}
 		return nil, &Error{Message: be.Error(), err: be}
 	}
@@ -169,7 +166,7 @@ func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*r
 			done <- outcome{res, err}
 			return
 		}
-		s.runaway.Add(-1)
+		s.runaway.add(key, -1)
 	})
 
 	hard := time.NewTimer(b.Timeout + b.grace())
@@ -187,14 +184,18 @@ func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*r
 		case <-g.C:
 		}
 	}
-	s.runaway.Add(1)
+	// Counted before the render can end and uncount itself.
+	n := s.runaway.add(key, 1)
 	if !state.CompareAndSwap(running, abandoned) {
-		s.runaway.Add(-1)
+		s.runaway.add(key, -1)
 		o := <-done
 		return o.res, o.err
 	}
+	// The deadline or ctx has set it already; an abandoned render must
+	// stop at its next check whatever happened.
+	st.meter.stop.CompareAndSwap(0, stopTime)
 	be := &BudgetError{Budget: BudgetTime, Limit: int64(b.Timeout),
-		Detail: fmt.Sprintf("abandoned %s after its deadline, still running (%d of this folder now)", b.grace(), s.runaway.Load())}
+		Detail: fmt.Sprintf("abandoned %s after its deadline, still running (%d of this object now)", b.grace(), n)}
 	if ctx.Err() != nil {
 		be = &BudgetError{Budget: BudgetCanceled, Detail: "abandoned, still running"}
 	}

@@ -1,20 +1,13 @@
 package render
 
 import (
-	"errors"
 	"math"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"text/template"
 	"time"
 )
-
-// tplName names the template a tpl string is parsed as. It is not a file
-// name, so errors inside a tpl string are reported at the tpl call site.
-const tplName = "tpl"
 
 // renderState is what the functions of one render share. Functions reach
 // it through the holder of the instance the render runs on; text/template
@@ -63,7 +56,16 @@ func (st *renderState) calledNondeterministic(name string) {
 
 // holder points the functions bound to one instance at the render that
 // currently runs on it.
-type holder struct{ st *renderState }
+type holder struct {
+	st *renderState
+	// root is the instance's template set, and runner a clone of it where
+	// tpl strings without defines of their own are parsed (tpl.go), with
+	// names, every function's, for the parser to check.
+	root, runner *template.Template
+	names        template.FuncMap
+	// zones are the time zones loaded for dateInZone (dates.go).
+	zones map[string]*time.Location
+}
 
 // statefulFuncs are the functions with per-render state, bound to h, except
 // include and tpl, which also need the template they run in (bindTemplate).
@@ -75,92 +77,25 @@ func statefulFuncs(h *holder) template.FuncMap {
 		"lookupSelect": func(apiVersion, kind, namespace, selector string) (map[string]any, error) {
 			return h.st.lookupSelectFunc(apiVersion, kind, namespace, selector)
 		},
-		"requeueAfter":  func(d any) (string, error) { return h.st.requeueAfter(d) },
-		"durationUntil": func(t any) (time.Duration, error) { return h.st.durationUntil(t) },
+		"requeueAfter": func(d any) (string, error) {
+			if err := h.st.meter.check(); err != nil {
+				return "", err
+			}
+			return h.st.requeueAfter(d)
+		},
+		"durationUntil": func(t any) (time.Duration, error) {
+			if err := h.st.meter.check(); err != nil {
+				return 0, err
+			}
+			return h.st.durationUntil(t)
+		},
 		// One clock per render: sprig's now would differ from durationUntil's
 		// and make outputs depend on when the render ran, not on Input.Now.
-		"now": func() time.Time { h.st.calledNondeterministic("now"); return h.st.now },
+		"now": func() (time.Time, error) {
+			h.st.calledNondeterministic("now")
+			return h.st.now, h.st.meter.check()
+		},
 	}
-}
-
-// bindTemplate returns include and tpl for templates running in t.
-func bindTemplate(h *holder, t *template.Template, scalar map[string]bool) template.FuncMap {
-	return template.FuncMap{"include": h.includeFunc(t), "tpl": h.tplFunc(t, scalar)}
-}
-
-// includeFunc executes a named template into a string, so that its output
-// can be piped (`include "labels" . | nindent 4`), which {{ template }} cannot.
-func (h *holder) includeFunc(t *template.Template) func(string, any) (string, error) {
-	return func(name string, data any) (string, error) {
-		st := h.st
-		if t.Lookup(name) == nil {
-			return "", funcErrorf("include: no template named %q", name)
-		}
-		if err := st.meter.enter("include " + strconv.Quote(name)); err != nil {
-			return "", budgetFuncError(err)
-		}
-		defer st.meter.leave()
-		w := &limitWriter{m: &st.meter, what: "include " + strconv.Quote(name)}
-		if err := t.ExecuteTemplate(w, name, data); err != nil {
-			return "", passUp(err)
-		}
-		return string(w.buf), nil
-	}
-}
-
-// tplFunc renders a string as a template, e.g. a template held in the spec.
-// The string is parsed into a clone of the render's set, so it can include
-// the folder's helpers and its own {{ define }}s stay local to the call.
-// Its trees are guarded as the folder's are: tpl of a string a tenant wrote
-// is held to the same budget.
-func (h *holder) tplFunc(parent *template.Template, scalar map[string]bool) func(string, any) (string, error) {
-	return func(text string, data any) (string, error) {
-		st := h.st
-		if err := st.meter.enter("tpl"); err != nil {
-			return "", budgetFuncError(err)
-		}
-		defer st.meter.leave()
-		// Parsing costs what the text weighs, and the clone holds it.
-		if err := st.meter.charge(int64(len(text)), func() string { return "tpl" }); err != nil {
-			return "", budgetFuncError(err)
-		}
-		t, err := parent.Clone()
-		if err != nil {
-			return "", funcErrorf("tpl: %v", err)
-		}
-		// Rebind include and tpl so they see the string's own defines; the
-		// other functions, bound to h, were copied from parent by Clone.
-		t.Funcs(bindTemplate(h, t, scalar))
-		if _, err := t.New(tplName).Parse(text); err != nil {
-			_, line, rest, ok := splitLocation(err.Error())
-			if ok && line > 0 {
-				return "", funcErrorf("tpl: line %d of the template string: %s", line, rest)
-			}
-			return "", funcErrorf("tpl: %v", err)
-		}
-		guardNew(t, parent, scalar)
-		w := &limitWriter{m: &st.meter, what: "tpl"}
-		if err := t.ExecuteTemplate(w, tplName, data); err != nil {
-			return "", passUp(err)
-		}
-		return strings.ReplaceAll(string(w.buf), noValue, ""), nil
-	}
-}
-
-// passUp returns a sticky funcError found in err instead of err itself; see
-// funcError.sticky. A budget error is made sticky on the way.
-func passUp(err error) error {
-	if fe, ok := errors.AsType[*funcError](err); ok && fe.sticky {
-		return fe
-	}
-	if be, ok := errors.AsType[*BudgetError](err); ok {
-		return budgetFuncError(be)
-	}
-	return err
-}
-
-func budgetFuncError(err error) *funcError {
-	return &funcError{sticky: true, msg: err.Error(), cause: err}
 }
 
 // requeueAfter records that the object should be rendered again after d,

@@ -61,10 +61,14 @@ func unguardList(list *parse.ListNode) {
 	list.Nodes = nodes
 }
 
-// isCall reports whether p is exactly a call of the function name without
-// arguments.
+// isCall reports whether p is exactly a call of the function name (the
+// tick's argument is its weight, see guard.go).
 func isCall(p *parse.PipeNode, name string) bool {
-	return p != nil && len(p.Decl) == 0 && len(p.Cmds) == 1 && isIdent(p.Cmds[0], name)
+	if p == nil || len(p.Decl) != 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) == 0 {
+		return false
+	}
+	id, ok := p.Cmds[0].Args[0].(*parse.IdentifierNode)
+	return ok && id.Ident == name
 }
 
 func isIdent(c *parse.CommandNode, name string) bool {

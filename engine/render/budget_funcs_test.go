@@ -1,0 +1,161 @@
+package render
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"text/template"
+)
+
+// reviewed are the functions that are not replaced by a bounded version
+// although their types let them build a string, a list or a map, or loop
+// over their input, with the reason why the generic wrapper (stop check
+// first, result charged after) is enough. A function that a sprig upgrade
+// adds, or whose type changes, fails TestEveryFunctionIsBounded until it
+// is replaced or reviewed here.
+var reviewed = func() map[string]string {
+	r := map[string]string{}
+	add := func(why string, names ...string) {
+		for _, n := range names {
+			r[n] = why
+		}
+	}
+	add("returns at most twice its input, charged",
+		"abbrev", "abbrevboth", "substr", "trunc", "initials", "camelcase", "snakecase", "kebabcase", "swapcase",
+		"title", "untitle", "upper", "lower", "nospace", "trim", "trimAll", "trimall", "trimPrefix", "trimSuffix",
+		"b64enc", "b64dec", "b32enc", "b32dec", "shuffle", "regexQuoteMeta", "plural",
+		"base", "dir", "clean", "ext", "osBase", "osDir", "osClean", "osExt", "urlJoin", "buildCustomCert",
+		"encryptAES", "decryptAES", "fail")
+	add("measures its arguments first (a value that holds itself is refused), returns what they print, at most 4 times (%q), charged",
+		"cat", "quote", "squote", "toString", "typeOf", "kindOf")
+	add("prints a date or a duration: the size of its layout, at most twice, charged",
+		"date", "htmlDate", "ago", "duration", "durationRound", "unixEpoch")
+	add("returns a fixed size, charged", "adler32sum", "sha1sum", "sha256sum", "sha512sum", "bcrypt", "htpasswd",
+		"uuidv4", "hello", "getHostByName", "genPrivateKey")
+	add("fixed cost per call, not charged: scrypt (N=32768) allocates 32 MiB and takes about 100 ms; charging it would refuse it under the default budget",
+		"derivePassword")
+	add("generates one RSA 2048 key (bounded, see funcguard.go); the certificate grows with the names and IPs passed, lists already charged; charged",
+		"genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey")
+	add("returns an element of its input, or a value of its arguments",
+		"first", "last", "mustFirst", "mustLast", "get", "default", "coalesce", "ternary", "required", "dig", "slice", "mustSlice")
+	add("a number or a boolean; loops over its arguments, which the template text bounds",
+		"add", "sub", "mul", "div", "mod", "max", "min", "biggest", "add1", "addf", "subf", "mulf", "divf", "maxf", "minf",
+		"add1f", "ceil", "floor", "round", "float64", "int", "int64", "toDecimal", "empty", "all", "any",
+		"kindIs", "typeIs", "typeIsLike", "hasKey")
+	add("one reflect.DeepEqual: linear in the smaller argument, values already in the render (cycles are detected)",
+		"deepEqual")
+	add("mutates its argument in place, allocates nothing", "unset")
+	add("parses a short string into a small fixed structure, charged",
+		"urlParse", "semver", "semverCompare", "toDate", "mustToDate", "dateModify", "date_modify", "mustDateModify", "must_date_modify")
+	return r
+}()
+
+// risky reports whether a function of type t can return something large
+// (a string, a list, a map, anything) or loop over a large input.
+func risky(t reflect.Type) bool {
+	if t.IsVariadic() {
+		return true
+	}
+	big := func(k reflect.Kind) bool {
+		switch k {
+		case reflect.String, reflect.Slice, reflect.Map, reflect.Interface, reflect.Struct, reflect.Pointer, reflect.Array:
+			return true
+		}
+		return false
+	}
+	for i := range t.NumIn() {
+		if k := t.In(i).Kind(); k != reflect.String && big(k) {
+			return true
+		}
+	}
+	return t.NumOut() > 0 && big(t.Out(0).Kind())
+}
+
+// replaced are the functions with an implementation of their own.
+func replaced() map[string]bool {
+	h := &holder{}
+	out := map[string]bool{}
+	for _, m := range []template.FuncMap{boundedFuncs(h, helmFuncs()), statefulFuncs(h), bindTemplate(h, nil, nil)} {
+		for name := range m {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// TestEveryFunctionIsBounded: every function of the final map is either
+// replaced by a bounded implementation, harmless by its type, or reviewed.
+func TestEveryFunctionIsBounded(t *testing.T) {
+	funcs, _ := parseFuncs()
+	repl := replaced()
+	for name, fn := range funcs {
+		typ := reflect.TypeOf(fn)
+		if repl[name] {
+			if _, ok := reviewed[name]; ok {
+				t.Errorf("%s is replaced and reviewed: drop it from reviewed", name)
+			}
+			continue
+		}
+		if _, ok := reviewed[name]; !ok && risky(typ) {
+			t.Errorf("%s (%v) is neither replaced by a bounded version nor reviewed: see funcguard.go", name, reflect.TypeOf(helmFuncs()[name]))
+		}
+	}
+	for name := range reviewed {
+		if _, ok := funcs[name]; !ok {
+			t.Errorf("reviewed names %s, which is not a function any more", name)
+		}
+	}
+}
+
+// TestEveryFunctionChecksStop: a render stopped (deadline, cancel,
+// abandoned) stops at its next function call, whatever the function.
+func TestEveryFunctionChecksStop(t *testing.T) {
+	h := &holder{}
+	funcs := funcsFor(h)
+	set := mustParse(t, map[string]string{"a.yaml": ""})
+	for name, fn := range bindTemplate(h, set.tmpl, set.scalar) {
+		funcs[name] = fn
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range funcs {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		h.st = newRenderState(Input{}, Budget{}.WithDefaults())
+		h.st.meter.stop.Store(stopTime)
+		v := reflect.ValueOf(funcs[name])
+		typ := v.Type()
+		args := make([]reflect.Value, typ.NumIn())
+		for i := range args {
+			args[i] = reflect.Zero(typ.In(i))
+		}
+		var out []reflect.Value
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s panicked instead of stopping: %v", name, p)
+				}
+			}()
+			if typ.IsVariadic() {
+				out = v.CallSlice(args)
+			} else {
+				out = v.Call(args)
+			}
+		}()
+		if out == nil {
+			continue
+		}
+		if len(out) != 2 {
+			t.Errorf("%s (%v) has no error result to stop with", name, typ)
+			continue
+		}
+		err, _ := out[1].Interface().(error)
+		if be, ok := errors.AsType[*BudgetError](err); !ok || be.Budget != BudgetTime {
+			t.Errorf("%s returned %v after the deadline, want the time budget error", name, err)
+		}
+	}
+}

@@ -1,0 +1,357 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"text/template"
+	"time"
+)
+
+// Every function a template can call is wrapped, so that:
+//   - it checks the stop flag first: a render past its deadline, or
+//     abandoned, stops at its next call, not at the end of the template;
+//   - what it returns is charged to the output budget (strings, lists,
+//     maps), and functions that print whole values measure them first.
+//
+// The functions that can build far more than their inputs, or loop over
+// them, are replaced (boundedFuncs: limits.go, printf.go, collections.go,
+// convert.go, compare.go, regex.go, dates.go) so that they refuse before they
+// allocate or run past a bound. The rest return at most a small multiple
+// of their input; budget_funcs_test.go lists each with the reason, so that
+// a function added by a sprig upgrade fails the test until it is reviewed.
+//
+// Key and certificate generation (genPrivateKey, genCA, genSelfSignedCert,
+// genSignedCert...) cannot be interrupted either, and takes up to a second
+// for a 4096-bit RSA key, but is bounded by nature: sprig's key sizes are
+// fixed (RSA 2048 or 4096 bits, P-256, Ed25519, DSA 1024). The stop check
+// at entry is what refuses to start another key after the deadline.
+//
+// The functions are bound to a holder, whose renderState is set for each
+// render (see instance), so one set of closures serves many renders.
+
+// nondeterministic are the functions whose result differs from call to
+// call; a render records which files called them, so that a child that
+// changes on every render can be explained.
+var nondeterministic = map[string]bool{
+	"randAlpha": true, "randAlphaNum": true, "randAscii": true, "randNumeric": true, "randBytes": true,
+	"uuidv4": true, "shuffle": true, "bcrypt": true, "htpasswd": true, "encryptAES": true,
+	"genPrivateKey": true, "genCA": true, "genCAWithKey": true, "genSelfSignedCert": true,
+	"genSelfSignedCertWithKey": true, "genSignedCert": true, "genSignedCertWithKey": true,
+}
+
+// guardedFuncs wraps base (sprig's functions plus Helm's) for renders
+// through h.
+func guardedFuncs(h *holder, base template.FuncMap) template.FuncMap {
+	out := make(template.FuncMap, len(base)+16)
+	for name, fn := range base {
+		out[name] = wrapGeneric(h, name, fn)
+	}
+	maps.Copy(out, boundedFuncs(h, base))
+	for name := range base {
+		if nondeterministic[name] {
+			out[name] = markCalls(h, name, out[name])
+		}
+	}
+	return out
+}
+
+// boundedFuncs are the explicit replacements.
+func boundedFuncs(h *holder, base template.FuncMap) template.FuncMap {
+	out := stringFuncs(h, base)
+	for _, fs := range []template.FuncMap{tickFuncs(h), dateFuncs(h), printFuncs(h), collectionFuncs(h, base), convertFuncs(h, base), compareFuncs(h), regexFuncs(h)} {
+		maps.Copy(out, fs)
+	}
+	return out
+}
+
+// wrapGeneric checks the stop flag before fn and charges what it returns;
+// functions that format whole values have them measured first. The common
+// signatures get typed closures: a reflect.MakeFunc wrapper costs a
+// microsecond per call.
+func wrapGeneric(h *holder, name string, fn any) any {
+	check := func() error { return h.st.meter.check() }
+	charged := func(s string) (string, error) {
+		return s, h.st.meter.charge(int64(len(s)), func() string { return name })
+	}
+	walked := func(v any) error { return h.st.walk(name, v) }
+	switch f := fn.(type) {
+	case func(string) string:
+		return func(a string) (string, error) {
+			if err := check(); err != nil {
+				return "", err
+			}
+			return charged(f(a))
+		}
+	case func(string, string) string:
+		return func(a, b string) (string, error) {
+			if err := check(); err != nil {
+				return "", err
+			}
+			return charged(f(a, b))
+		}
+	case func(int, string) string:
+		return func(n int, a string) (string, error) {
+			if err := check(); err != nil {
+				return "", err
+			}
+			return charged(f(n, a))
+		}
+	case func(string, string, string) string:
+		return func(a, b, c string) (string, error) {
+			if err := check(); err != nil {
+				return "", err
+			}
+			return charged(f(a, b, c))
+		}
+	case func(string, string) (string, error):
+		return func(a, b string) (string, error) {
+			if err := check(); err != nil {
+				return "", err
+			}
+			out, err := f(a, b)
+			if err != nil {
+				return "", err
+			}
+			return charged(out)
+		}
+	case func(any) string:
+		return func(v any) (string, error) {
+			if err := walked(v); err != nil {
+				return "", err
+			}
+			return charged(f(v))
+		}
+	case func(...any) string:
+		return func(v ...any) (string, error) {
+			if err := h.st.walkAll(name, v); err != nil {
+				return "", err
+			}
+			return charged(f(v...))
+		}
+	case func(string, any) string:
+		return func(a string, v any) (string, error) {
+			if err := walked(v); err != nil {
+				return "", err
+			}
+			return charged(f(a, v))
+		}
+	case func(any) (string, error):
+		return func(v any) (string, error) {
+			if err := walked(v); err != nil {
+				return "", err
+			}
+			out, err := f(v)
+			if err != nil {
+				return "", err
+			}
+			return charged(out)
+		}
+
+	// Results that are scalars, or elements of the input: the stop check.
+	case func(string) bool:
+		return checked1(h, f)
+	case func(string, string) bool:
+		return checked2(h, f)
+	case func(any) bool:
+		return checked1(h, f)
+	case func(any, any) bool:
+		return checked2(h, f)
+	case func(string, any) bool:
+		return checked2(h, f)
+	case func(map[string]any, string) bool:
+		return checked2(h, f)
+	case func(...any) bool:
+		return checkedV(h, f)
+	case func(string) int:
+		return checked1(h, f)
+	case func(any) int:
+		return checked1(h, f)
+	case func(any) int64:
+		return checked1(h, f)
+	case func(any, any) int64:
+		return checked2(h, f)
+	case func(...any) int64:
+		return checkedV(h, f)
+	case func(any, ...any) int64:
+		return checked1V(h, f)
+	case func(any) float64:
+		return checked1(h, f)
+	case func(...any) float64:
+		return checkedV(h, f)
+	case func(any, ...any) float64:
+		return checked1V(h, f)
+	case func(any) any:
+		return checked1(h, f)
+	case func(...any) any:
+		return checkedV(h, f)
+	case func(any, ...any) any:
+		return checked1V(h, f)
+	case func(any, any, bool) any:
+		return func(a, b any, c bool) (any, error) {
+			if err := check(); err != nil {
+				return nil, err
+			}
+			return f(a, b, c), nil
+		}
+	case func(map[string]any, string) any:
+		return checked2(h, f)
+	case func(any) (any, error):
+		return func(v any) (any, error) {
+			if err := check(); err != nil {
+				return nil, err
+			}
+			return f(v)
+		}
+	case func(string, any) (any, error):
+		return func(a string, v any) (any, error) {
+			if err := check(); err != nil {
+				return nil, err
+			}
+			return f(a, v)
+		}
+	}
+	return reflectGuard(h, name, fn)
+}
+
+func checked1[A, R any](h *holder, f func(A) R) func(A) (R, error) {
+	return func(a A) (R, error) {
+		if err := h.st.meter.check(); err != nil {
+			var zero R
+			return zero, err
+		}
+		return f(a), nil
+	}
+}
+
+func checked2[A, B, R any](h *holder, f func(A, B) R) func(A, B) (R, error) {
+	return func(a A, b B) (R, error) {
+		if err := h.st.meter.check(); err != nil {
+			var zero R
+			return zero, err
+		}
+		return f(a, b), nil
+	}
+}
+
+func checkedV[R any](h *holder, f func(...any) R) func(...any) (R, error) {
+	return func(v ...any) (R, error) {
+		if err := h.st.meter.check(); err != nil {
+			var zero R
+			return zero, err
+		}
+		return f(v...), nil
+	}
+}
+
+func checked1V[A, R any](h *holder, f func(A, ...any) R) func(A, ...any) (R, error) {
+	return func(a A, v ...any) (R, error) {
+		if err := h.st.meter.check(); err != nil {
+			var zero R
+			return zero, err
+		}
+		return f(a, v...), nil
+	}
+}
+
+var errorType = reflect.TypeFor[error]()
+
+// reflectGuard is wrapGeneric for the other signatures: the same function
+// with an error result added, if it had none, for the stop check and the
+// charge.
+func reflectGuard(h *holder, name string, fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	in := make([]reflect.Type, t.NumIn())
+	for i := range in {
+		in[i] = t.In(i)
+	}
+	out := make([]reflect.Type, t.NumOut())
+	for i := range out {
+		out[i] = t.Out(i)
+	}
+	hasErr := len(out) == 2 && out[1] == errorType
+	if !hasErr {
+		out = append(out, errorType)
+	}
+	return reflect.MakeFunc(reflect.FuncOf(in, out, t.IsVariadic()), func(args []reflect.Value) []reflect.Value {
+		fail := func(err error) []reflect.Value {
+			res := make([]reflect.Value, len(out))
+			for i := range len(out) - 1 {
+				res[i] = reflect.Zero(out[i])
+			}
+			res[len(out)-1] = reflect.ValueOf(&err).Elem()
+			return res
+		}
+		if err := h.st.meter.check(); err != nil {
+			return fail(err)
+		}
+		var res []reflect.Value
+		if t.IsVariadic() {
+			res = v.CallSlice(args)
+		} else {
+			res = v.Call(args)
+		}
+		if hasErr && !res[1].IsNil() {
+			return res
+		}
+		if err := h.st.chargeResult(name, res[0]); err != nil {
+			return fail(err)
+		}
+		if !hasErr {
+			res = append(res, reflect.Zero(errorType))
+		}
+		return res
+	}).Interface()
+}
+
+// chargeResult charges what a function returned, by its kind.
+func (st *renderState) chargeResult(name string, rv reflect.Value) error {
+	what := func() string { return name }
+	switch rv.Kind() {
+	case reflect.String:
+		return st.meter.charge(int64(rv.Len()), what)
+	case reflect.Slice:
+		return st.meter.charge(elemCost*int64(rv.Len()), what)
+	case reflect.Map:
+		return st.meter.charge(entryCost*int64(rv.Len()), what)
+	case reflect.Struct, reflect.Pointer:
+		if rv.Type() == timeType {
+			return nil
+		}
+		// A certificate and its key, a semver version.
+		size, _ := expandedSize(rv.Interface(), st.meter.remaining()+1)
+		return st.meter.charge(size, what)
+	}
+	return nil
+}
+
+// markCalls records that the render's current file called name.
+func markCalls(h *holder, name string, fn any) any {
+	v := reflect.ValueOf(fn)
+	return reflect.MakeFunc(v.Type(), func(args []reflect.Value) []reflect.Value {
+		h.st.calledNondeterministic(name)
+		if v.Type().IsVariadic() {
+			return v.CallSlice(args)
+		}
+		return v.Call(args)
+	}).Interface()
+}
+
+// tickFuncs are the functions the guarded trees call (guard.go).
+func tickFuncs(h *holder) template.FuncMap {
+	return template.FuncMap{
+		tickFunc: func(weight int) (string, error) {
+			return "", h.st.meter.charge(iterCost+cmdCost*int64(max(weight, 0)), func() string {
+				return fmt.Sprintf("range iterations (%d bytes each for %d commands)", iterCost+cmdCost*max(weight, 0), weight)
+			})
+		},
+		emitFunc: func(v any) (any, error) {
+			switch v.(type) {
+			case nil, string, bool, int, int64, float64, time.Duration:
+				return v, h.st.meter.check()
+			}
+			return v, h.st.walk("print", v)
+		},
+	}
+}
