@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFastDecode$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzMarshalYAML$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzFuncAlloc$$' -fuzztime $(FUZZTIME) ./engine/render
+	$(GO) test -run '^$$' -fuzz '^FuzzFormatCost$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./engine/catalog
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) ./engine/cached

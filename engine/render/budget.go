@@ -21,10 +21,13 @@ type Budget struct {
 	// produced: template output, include and tpl results, every string a
 	// function returns, every list or map it builds (what it allocates: 8
 	// bytes an int, 16 an element, 64 a map entry), the copies lookup and
-	// deepCopy make, and what decoding (fromYaml) and compiling a regular
-	// expression allocate. A function refuses before it allocates what would
-	// not fit. A template that doubles a string or a list in a loop hits it
-	// after a few dozen steps, long before memory runs out.
+	// deepCopy make, what decoding (fromYaml) and compiling a regular
+	// expression allocate, and range iterations (16 bytes, and 16 for each
+	// command of the body: a part of what text/template allocates to
+	// evaluate them). A function refuses before it allocates what would not
+	// fit. A template that doubles a string or a list in a loop hits it
+	// after a few dozen steps, long before memory runs out; what a render
+	// allocates in all stays within a small multiple of it (FuzzFuncAlloc).
 	MaxOutputBytes int64 `json:"maxOutputBytes,omitempty"`
 	// MaxManifests bounds the child manifests of one object.
 	MaxManifests int `json:"maxManifests,omitempty"`

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-
 	"strings"
 	"text/template"
 	"unicode/utf8"

@@ -59,7 +59,10 @@ func guardedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 // boundedFuncs are the explicit replacements.
 func boundedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 	out := stringFuncs(h, base)
-	for _, fs := range []template.FuncMap{tickFuncs(h), dateFuncs(h), printFuncs(h), collectionFuncs(h, base), convertFuncs(h, base), compareFuncs(h), regexFuncs(h)} {
+	for _, fs := range []template.FuncMap{
+		tickFuncs(h), dateFuncs(h), printFuncs(h), collectionFuncs(h, base),
+		convertFuncs(h, base), compareFuncs(h), regexFuncs(h),
+	} {
 		maps.Copy(out, fs)
 	}
 	return out

@@ -62,7 +62,11 @@ func FuzzFuncAlloc(f *testing.F) {
 		if debugFuzz {
 			fmt.Printf("%6d KiB %v\n    %s\n", allocated>>10, err, body)
 		}
-		if limit := allocMultiple*b.MaxOutputBytes + allocOverhead; allocated > limit {
+		limit := allocMultiple*b.MaxOutputBytes + allocOverhead
+		if raceDetector {
+			limit *= 4
+		}
+		if allocated > limit {
 			t.Fatalf("allocated %d KiB with an output budget of %d KiB (limit %d KiB), err %v\ntemplate: %s",
 				allocated>>10, b.MaxOutputBytes>>10, limit>>10, err, body)
 		}
@@ -76,8 +80,8 @@ func FuzzFuncAlloc(f *testing.F) {
 var debugFuzz = false
 
 const (
-	allocMultiple = 32
-	allocOverhead = 4 << 20
+	allocMultiple = 16
+	allocOverhead = 2 << 20
 )
 
 // slowFuncs are left out of the fuzzed set: they cost their time and

@@ -108,32 +108,47 @@ const (
 	cmdCost  = 16
 )
 
-// commands counts the commands a range body evaluates in one iteration:
-// those of nested ranges count at their own ticks, but not their
-// pipelines, evaluated once an iteration of this one.
+// commands counts the commands a range body evaluates in one iteration,
+// those of the pipelines nested in arguments included: those of nested
+// ranges count at their own ticks, but not their pipelines, evaluated
+// once an iteration of this one.
 func commands(list *parse.ListNode) int {
 	if list == nil {
 		return 0
 	}
 	n := 0
-	pipeCmds := func(p *parse.PipeNode) int {
-		if p == nil {
-			return 0
-		}
-		return len(p.Cmds)
-	}
 	for _, node := range list.Nodes {
 		switch node := node.(type) {
 		case *parse.ActionNode:
-			n += pipeCmds(node.Pipe)
+			n += pipeCommands(node.Pipe)
 		case *parse.IfNode:
-			n += pipeCmds(node.Pipe) + commands(node.List) + commands(node.ElseList)
+			n += pipeCommands(node.Pipe) + commands(node.List) + commands(node.ElseList)
 		case *parse.WithNode:
-			n += pipeCmds(node.Pipe) + commands(node.List) + commands(node.ElseList)
+			n += pipeCommands(node.Pipe) + commands(node.List) + commands(node.ElseList)
 		case *parse.RangeNode:
-			n += pipeCmds(node.Pipe) + commands(node.ElseList)
+			n += pipeCommands(node.Pipe) + commands(node.ElseList)
 		case *parse.TemplateNode:
-			n += 1 + pipeCmds(node.Pipe)
+			n += 1 + pipeCommands(node.Pipe)
+		}
+	}
+	return n
+}
+
+func pipeCommands(p *parse.PipeNode) int {
+	if p == nil {
+		return 0
+	}
+	n := len(p.Cmds)
+	for _, c := range p.Cmds {
+		for _, arg := range c.Args {
+			switch a := arg.(type) {
+			case *parse.PipeNode:
+				n += pipeCommands(a)
+			case *parse.ChainNode:
+				if p, ok := a.Node.(*parse.PipeNode); ok {
+					n += pipeCommands(p)
+				}
+			}
 		}
 	}
 	return n

@@ -76,6 +76,10 @@ func (st *renderState) lookupSelectFunc(apiVersion, kind, namespace, selector st
 // list returns a List object, the shape Helm's lookup returns for lists, so
 // templates written for Helm range over .items unchanged.
 func (st *renderState) list(fn, apiVersion, kind, namespace, selector string) (map[string]any, error) {
+	// The List object around the items.
+	if err := st.meter.charge(3*entryCost, func() string { return fn }); err != nil {
+		return nil, err
+	}
 	items := []any{}
 	if st.lookup != nil {
 		objs, err := st.lookup.List(apiVersion, kind, namespace, selector)

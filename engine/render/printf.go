@@ -64,17 +64,19 @@ func (st *renderState) formatCost(format string, args []any) (formatSize, error)
 		cost += int64(len("%!(BADWIDTH)"))
 		return n
 	}
-	// index reads an explicit argument index, [n].
-	index := func(i int) int {
+	// index reads an explicit argument index, [n], as fmt does: whether it
+	// was one decides whether another may follow before the verb.
+	index := func(i int) (int, bool) {
 		if i >= len(format) || format[i] != '[' {
-			return i
+			return i, false
 		}
 		reordered = true
 		end := strings.IndexByte(format[i:], ']')
 		if end < 0 {
-			return i + 1
+			return i + 1, false
 		}
-		return i + end + 1
+		n := format[i+1 : i+end]
+		return i + end + 1, n != "" && strings.Trim(n, "0123456789") == ""
 	}
 	for i := 0; i < len(format); {
 		lit := strings.IndexByte(format[i:], '%')
@@ -89,28 +91,33 @@ func (st *renderState) formatCost(format string, args []any) (formatSize, error)
 			sharp = sharp || format[i] == '#'
 			i++
 		}
-		i = index(i)
-		var pad int64
+		var pad, n int64
+		var after, over bool
+		i, after = index(i)
 		if i < len(format) && format[i] == '*' {
-			pad, i = addSat(pad, star()), i+1
+			pad, i, after = addSat(pad, star()), i+1, false
 		} else {
-			var n int64
-			n, i = digits(format, i)
+			n, i, over = digits(format, i)
 			pad = addSat(pad, n)
 		}
-		if i < len(format) && format[i] == '.' {
-			i = index(i + 1)
+		if !over && i+1 < len(format) && format[i] == '.' { // as fmt: a final '.' is the verb
+			i, after = index(i + 1)
 			if i < len(format) && format[i] == '*' {
-				pad, i = addSat(pad, star()), i+1
+				pad, i, after = addSat(pad, star()), i+1, false
 			} else {
-				var n int64
-				n, i = digits(format, i)
+				n, i, over = digits(format, i)
 				pad = addSat(pad, n)
 			}
 		}
-		i = index(i)
-		if i >= len(format) {
-			cost += int64(len("%!(NOVERB)"))
+		if !after && !over {
+			i, _ = index(i)
+		}
+		if i >= len(format) || over {
+			// fmt gives up on a width past 1e6 and on a format that ends
+			// here: %!(NOVERB). The width is charged all the same, on the
+			// safe side.
+			cost = addSat(cost, pad+32)
+			pads = addSat(pads, pad)
 			break
 		}
 		verb, size := utf8.DecodeRuneInString(format[i:])
@@ -176,14 +183,15 @@ func starWidth(a any) int64 {
 	return 0
 }
 
-// digits reads a decimal number at i, saturating.
-func digits(s string, i int) (int64, int) {
-	var n int64
+// digits reads a decimal number at i, saturating, and whether fmt gives up
+// on it: past 1e6, fmt stops reading the format there.
+func digits(s string, i int) (n int64, next int, over bool) {
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		over = over || n > 1e6
 		n = addSat(mulSat(n, 10), int64(s[i]-'0'))
 		i++
 	}
-	return n, i
+	return n, i, over
 }
 
 // printer is print, println and text/template's escapers, which format
