@@ -24,22 +24,30 @@ import (
 
 // TestRenderBombs: a tenant who controls a template (through tpl) or a folder
 // whose loop never ends must cost the operator one failed render each, bounded
-// in time and memory, and nothing else: a well-behaved kind served by the
-// same process stays fast, no bomb's child is written, and SIGTERM while a
-// runaway render is in flight still ends the process cleanly.
+// in time and memory, and nothing else: a well-behaved object of another
+// tenant (another namespace) converges meanwhile, no bomb's child is written,
+// the operator's CPU falls back to idle within the grace period once the last
+// bomb is reported, and SIGTERM while a runaway render is in flight still
+// ends the process cleanly.
 func TestRenderBombs(t *testing.T) {
 	const (
 		renderTimeout = 2 * time.Second
+		grace         = time.Second // render.Budget.grace() of a 2 s timeout
 		drainTimeout  = 10 * time.Second
-		maxRSS        = 256 << 20
+		maxRSS        = 512 << 20
 		goodWithin    = 5 * time.Second
+		// idleCPU is what the operator may spend in idleWindow once every
+		// bomb is reported: its informers' resyncs and the Go runtime, no
+		// render still running.
+		idleWindow = 3 * time.Second
+		idleCPU    = 300 * time.Millisecond
 	)
 	op := procStart(t, "safety-process", procTemplates(t, "process"), env.Kubeconfig,
 		"--render-timeout", renderTimeout.String(), "--drain-timeout", drainTimeout.String())
 	// Create nothing before every kind is served: the Good object's time
 	// must measure reconciles, not the operator's start.
 	procWaitServing(t, op, 3)
-	ns := env.Namespace(t)
+	ns, other := env.Namespace(t), env.Namespace(t)
 
 	bombs := []struct {
 		name string
@@ -59,10 +67,31 @@ func TestRenderBombs(t *testing.T) {
 		{name: "recursion", kind: procBomb,
 			spec:    map[string]any{"template": `{{ define "r" }}{{ template "r" . }}{{ template "r" . }}{{ end }}{{ template "r" . }}`},
 			budgets: []string{"calls", "depth"}},
-		// A million squared empty iterations: no output, no calls, so only
-		// the clock can stop it.
+		// 7 KB of format that fmt would expand to 600 MB before anything
+		// is charged, if widths were checked one at a time.
+		{name: "printf", kind: procBomb,
+			spec:    map[string]any{"template": `{{ printf "` + strings.Repeat("%1000000[1]d", 600) + `" 1 }}`},
+			budgets: []string{"output"}},
+		// sprig's uniq compares every pair with reflect.DeepEqual: hours in
+		// one call, where no deadline check is reached.
+		{name: "uniq", kind: procBomb,
+			spec:    map[string]any{"template": `{{ chunk 1 (until 50000) | uniq | len }}`},
+			budgets: []string{"output", "time", "work"}},
+		// A map of 4 million entries from a 4 MB string.
+		{name: "split", kind: procBomb,
+			spec:    map[string]any{"template": `{{ split "" (repeat 4000000 "x") | len }}`},
+			budgets: []string{"output"}},
+		// append copies the list on every call: quadratic growth, kept alive.
+		{name: "append", kind: procBomb,
+			spec:    map[string]any{"template": `{{ $all := list }}{{ $l := list }}{{ range until 100000 }}{{ $l = append $l . }}{{ $all = append $all $l }}{{ end }}`},
+			budgets: []string{"output"}},
+		{name: "set", kind: procBomb,
+			spec:    map[string]any{"template": `{{ $d := dict }}{{ range $i := until 3000 }}{{ range $j := until 3000 }}{{ $_ := set $d (printf "%d-%d" $i $j) 1 }}{{ end }}{{ end }}`},
+			budgets: []string{"output", "time"}},
+		// A thousand CAs (2048-bit RSA keys): each call bounded, the loop short,
+		// so only the clock can stop it.
 		{name: "spin", kind: procSpin,
-			spec:    map[string]any{"n": int64(1000000)},
+			spec:    map[string]any{"n": int64(1000)},
 			budgets: []string{"time"}},
 	}
 	for _, b := range bombs {
@@ -70,14 +99,14 @@ func TestRenderBombs(t *testing.T) {
 	}
 	procAlive(t, op, "after creating the bombs")
 
-	// Right after the bombs, while they render: the good tenant's object.
+	// Right after the bombs, while they render: another tenant's object.
 	start := time.Now()
-	procCreate(t, procGood, ns, "good", map[string]any{"value": "fine"})
+	procCreate(t, procGood, other, "good", map[string]any{"value": "fine"})
 	cluster.Eventually(t, 30*time.Second, "Good converges beside the bombs", func(ctx context.Context) (bool, error) {
-		return true, procConverged(ctx, procGood.res, ns, "good", "value", "fine")
+		return true, procConverged(ctx, procGood.res, other, "good", "value", "fine")
 	})
 	elapsed := time.Since(start)
-	t.Logf("Good object converged %s after its creation, beside 4 render bombs", elapsed.Round(time.Millisecond))
+	t.Logf("Good object converged %s after its creation, beside %d render bombs", elapsed.Round(time.Millisecond), len(bombs))
 	if elapsed > goodWithin {
 		t.Errorf("Good object converged after %s, want under %s: the bombs slowed a well-behaved kind", elapsed.Round(time.Millisecond), goodWithin)
 	}
@@ -93,6 +122,23 @@ func TestRenderBombs(t *testing.T) {
 	}
 	procAlive(t, op, "after every bomb failed")
 
+	// Every bomb is reported: within the grace period no render may still
+	// run, so the CPU falls back to what an idle operator spends.
+	time.Sleep(grace)
+	before, err := op.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(idleWindow)
+	after, err := op.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("operator CPU in the %s after the grace period that follows the last report: %s", idleWindow, after-before)
+	if after-before > idleCPU {
+		t.Errorf("operator used %s of CPU in %s after every bomb was reported, want under %s: a render still runs", after-before, idleWindow, idleCPU)
+	}
+
 	rss, err := op.PeakRSS()
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +151,7 @@ func TestRenderBombs(t *testing.T) {
 	// A new generation of the Spin starts a render that runs until its time
 	// budget; SIGTERM lands while it is in flight. The drain must end it
 	// (by its own budget or by canceling it) within the drain timeout.
-	patch(t, procSpin.res, ns, "spin", `{"spec":{"n":1000001}}`)
+	patch(t, procSpin.res, ns, "spin", `{"spec":{"n":1001}}`)
 	time.Sleep(300 * time.Millisecond)
 	procAlive(t, op, "before SIGTERM")
 	if err := op.Signal(syscall.SIGTERM); err != nil {
