@@ -33,4 +33,10 @@
 //     re-reconcile the parents that read an object when it changes.
 //   - Serve a kind's objects filtered by its kind.yaml selector; for kinds
 //     with children outside their objects' namespaces, sweep for orphans.
+//   - Load kind folders from a directory and from ConfigMaps, one folder
+//     per kind: a kind once served is never taken by another folder
+//     (KindConflictError). Give each kind its identity: the ServiceAccount
+//     its folder names, if that account agrees (AnnotationServes), else the
+//     default one; and its bounds (no child or lookup in the operator's own
+//     namespaces, nor outside --namespace), which no folder can widen.
 package controller
