@@ -15,7 +15,11 @@ import (
 // BudgetError naming the budget and the file, quickly and without
 // allocating what it asked for.
 func TestBudgets(t *testing.T) {
-	small := Budget{Timeout: 300 * time.Millisecond, MaxOutputBytes: 1 << 20, MaxManifests: 3, MaxCalls: 5000}
+	// The cases that the clock must stop get a short deadline; the others
+	// a long one, so that a loaded machine (make test runs packages in
+	// parallel, with -race) never turns their refusal into a time one.
+	small := Budget{Timeout: 2 * time.Second, MaxOutputBytes: 1 << 20, MaxManifests: 3, MaxCalls: 5000}
+	const short = 300 * time.Millisecond
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: "
 	// Loops that do nothing but loop: charged a few bytes an iteration,
 	// with room for far more iterations than the deadline lets run.
@@ -91,7 +95,11 @@ func TestBudgets(t *testing.T) {
 			var before runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			_, err := set.Children(t.Context(), Input{Budget: small.Merge(tc.room)})
+			b := small.Merge(tc.room)
+			if tc.budget == BudgetTime {
+				b.Timeout = short
+			}
+			_, err := set.Children(t.Context(), Input{Budget: b})
 			elapsed := time.Since(start)
 			be, ok := errors.AsType[*BudgetError](err)
 			if !ok || be.Budget != tc.budget {
@@ -104,7 +112,7 @@ func TestBudgets(t *testing.T) {
 			if tc.detail != "" && !strings.Contains(err.Error(), tc.detail) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.detail)
 			}
-			if limit := small.Timeout + small.grace() + 500*time.Millisecond; elapsed > limit {
+			if limit := b.Timeout + b.grace() + 500*time.Millisecond; elapsed > limit {
 				t.Errorf("took %s, want under %s", elapsed, limit)
 			}
 			var after runtime.MemStats
@@ -191,7 +199,10 @@ func TestTenantAttacks(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			set := mustParse(t, map[string]string{"a.yaml": `{{ tpl .Spec.t . }}`})
-			b := Budget{Timeout: time.Second, MaxOutputBytes: 1 << 20, MaxCalls: 5000}.Merge(tc.budget)
+			// The time budget is far from what a case takes alone (under
+			// 0.7 s with -race), so that a loaded machine does not turn an
+			// output or work refusal into a time one.
+			b := Budget{Timeout: 3 * time.Second, MaxOutputBytes: 1 << 20, MaxCalls: 5000}.Merge(tc.budget)
 			in := Input{Object: map[string]any{"spec": map[string]any{"t": tc.tpl}}, Budget: b, Lookup: &fakeLookup{objects: []map[string]any{big}}}
 			var before runtime.MemStats
 			runtime.ReadMemStats(&before)
