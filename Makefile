@@ -29,12 +29,25 @@ image:
 		-tarball $(CURDIR)/bin/image.tar -layout $(CURDIR)/bin/oci
 
 ## cluster-bin: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-## kubectl and kwok, rebuilt only when their pinned versions change
+## kubectl and kwok in hack/cluster/bin, looked at again only when their
+## pinned versions change. They come from a per-user cache keyed by those
+## versions and the Go toolchain (CLUSTER_BIN_CACHE, by default
+## ~/.cache/tmplop-operator/cluster-bin/<key>/): a fresh clone reuses what
+## another clone built, and a build happens only on a miss
+## (hack/cluster/scripts/cluster-bin.sh).
 cluster-bin: $(CLUSTER_BIN)/.stamp
 $(CLUSTER_BIN)/.stamp: $(CLUSTER)/go.mod $(CLUSTER)/go.sum $(CLUSTER)/kwok/go.mod $(CLUSTER)/kwok/go.sum \
-		$(CLUSTER)/scripts/build.sh $(CLUSTER)/scripts/stages.sh $(wildcard $(CLUSTER)/cmd/*/*.go)
-	bash $(CLUSTER)/scripts/build.sh
+		$(CLUSTER)/scripts/cluster-bin.sh $(CLUSTER)/scripts/build.sh $(CLUSTER)/scripts/stages.sh \
+		$(wildcard $(CLUSTER)/cmd/*/*)
+	bash $(CLUSTER)/scripts/cluster-bin.sh
 	touch $@
+
+## clean-cluster-cache: remove every entry of that cache, of every key (about
+## 450 MB each; entries of older keys are otherwise kept). The clones'
+## hack/cluster/bin keep their files.
+.PHONY: clean-cluster-cache
+clean-cluster-cache:
+	bash $(CLUSTER)/scripts/cluster-bin.sh clean
 
 ## cluster-up / cluster-down: a local control plane on 127.0.0.1 (hack/cluster/.run)
 cluster-up: cluster-bin
