@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,17 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/render"
 	shortschema "github.com/tmplop/operator/engine/schema"
 )
 
-// KindFile is the file that makes a folder a kind folder.
-const KindFile = "kind.yaml"
-
-// CRDFile is a folder's own CustomResourceDefinition, the alternative to
-// kind.yaml's short schema (engine/crd).
-const CRDFile = "crd.yaml"
+// KindFile and CRDFile are layout's, the folder contract's.
+const (
+	KindFile = layout.KindFile
+	CRDFile  = layout.CRDFile
+)
 
 // DefaultWorkers is the number of objects of one kind reconciled at once
 // when kind.yaml does not say. A reconcile spends most of its time waiting
@@ -144,13 +145,21 @@ type Kind struct {
 	// GVK is the watched kind.
 	GVK  schema.GroupVersionKind
 	Spec Spec
+	// Files are the folder's files that have a role, as read at load.
+	Files layout.Files
 	// Templates are the folder's parsed templates.
 	Templates *render.Set
+	// Health judges the children's readiness: kstatus, and the folder's
+	// readyWhen rules, parsed once at load.
+	Health *health.Checker
 	// Fingerprint identifies the folder's content at load (see Fingerprint).
 	Fingerprint string
 	// CRD is the folder's crd.yaml, nil when it has none (engine/crd
 	// reads it).
 	CRD []byte
+
+	// childKinds answers ChildKinds, once.
+	childKinds func() ([]ChildKind, error)
 }
 
 // Workers is the number of concurrent reconciles for the kind.
@@ -200,29 +209,31 @@ func LoadKind(dir string) (*Kind, error) {
 // a ConfigMap). name is the folder's name; source says where it came from,
 // in errors and logs, and identifies the folder across reloads.
 func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
-	fp, err := FingerprintFS(fsys)
+	files, err := layout.Read(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("read folder: %w", err)
+		return nil, err
 	}
-	data, err := fs.ReadFile(fsys, KindFile)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", KindFile, err)
+	return Compile(name, source, files)
+}
+
+// Compile turns a folder's files into its Kind: every fact about the
+// folder is worked out here, once, and read by the controller, reconcile,
+// lint, rbac and the commands.
+func Compile(name, source string, files layout.Files) (*Kind, error) {
+	data, ok := files[KindFile]
+	if !ok {
+		return nil, fmt.Errorf("read %s: %w", KindFile, fs.ErrNotExist)
 	}
 	spec, err := parseSpec(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", KindFile, err)
 	}
-	crd, err := fs.ReadFile(fsys, CRDFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		crd = nil
-	case err != nil:
-		return nil, fmt.Errorf("read %s: %w", CRDFile, err)
-	case spec.HasCRDSchema():
+	crd, hasCRD := files[CRDFile]
+	if hasCRD && spec.HasCRDSchema() {
 		// Two descriptions of one CRD would drift apart.
 		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
 	}
-	set, err := render.ParseFS(fsys)
+	set, err := render.Parse(files.Templates())
 	if err != nil {
 		return nil, err
 	}
@@ -234,15 +245,23 @@ func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
 		// schemas have no place for the engine's conditions.
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
 	}
-	return &Kind{
+	health, err := spec.healthChecker()
+	if err != nil {
+		return nil, err
+	}
+	k := &Kind{
 		Name:        name,
 		Dir:         source,
 		GVK:         schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind),
 		Spec:        *spec,
+		Files:       files,
 		Templates:   set,
-		Fingerprint: fp,
+		Health:      health,
+		Fingerprint: files.Fingerprint(),
 		CRD:         crd,
-	}, nil
+	}
+	k.childKinds = sync.OnceValues(k.analyzeChildKinds)
+	return k, nil
 }
 
 func parseSpec(data []byte) (*Spec, error) {
@@ -278,14 +297,12 @@ func parseSpec(data []byte) (*Spec, error) {
 			return nil, fmt.Errorf("children[%d]: %w", i, err)
 		}
 	}
-	rules := make([]health.Rule, 0, len(s.ReadyWhen))
 	for i, r := range s.ReadyWhen {
 		if err := validAPIVersionKind(r.APIVersion, r.Kind); err != nil {
 			return nil, fmt.Errorf("readyWhen[%d]: %w", i, err)
 		}
-		rules = append(rules, health.Rule{APIVersion: r.APIVersion, Kind: r.Kind, Expression: r.Expression})
 	}
-	if _, err := health.NewChecker(rules); err != nil {
+	if _, err := s.healthChecker(); err != nil {
 		return nil, err
 	}
 	for file, deps := range s.DependsOn {
@@ -305,6 +322,15 @@ func parseSpec(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// healthChecker is the checker of the folder's readyWhen rules.
+func (s *Spec) healthChecker() (*health.Checker, error) {
+	rules := make([]health.Rule, 0, len(s.ReadyWhen))
+	for _, r := range s.ReadyWhen {
+		rules = append(rules, health.Rule{APIVersion: r.APIVersion, Kind: r.Kind, Expression: r.Expression})
+	}
+	return health.NewChecker(rules)
 }
 
 // HasCRDSchema reports whether kind.yaml describes the kind's CRD (engine/crd

@@ -20,30 +20,63 @@ type FolderError struct {
 func (e *FolderError) Error() string { return fmt.Sprintf("kind folder %s: %v", e.Dir, e.Err) }
 func (e *FolderError) Unwrap() error { return e.Err }
 
+// IsFolder reports whether dir is a kind folder: it holds a kind.yaml.
+func IsFolder(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, KindFile))
+	return err == nil
+}
+
+// FolderDirs lists the kind folders under root, in name order: its
+// sub-folders that hold a kind.yaml. A folder may be a symlink (a mounted
+// ConfigMap volume's keys are symlinks through ..data); dot-entries are the
+// volume's own, never folders.
+func FolderDirs(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("read templates directory: %w", err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || !IsFolder(dir) {
+			continue
+		}
+		dirs = append(dirs, dir)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// FoldersOf is dir itself when it is a kind folder, else FolderDirs(dir):
+// what the commands that describe folders (lint, rbac, crd) accept.
+func FoldersOf(dir string) ([]string, error) {
+	if IsFolder(dir) {
+		return []string{dir}, nil
+	}
+	return FolderDirs(dir)
+}
+
 // Load loads every kind folder under root, in name order. Folders that fail
 // are skipped and reported one error each, so that a broken folder never
 // stops the valid kinds. The error is non-nil only when root itself cannot be
 // read.
 func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
-	entries, err := os.ReadDir(root)
+	dirs, err := FolderDirs(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read templates directory: %w", err)
+		return nil, nil, err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	kinds, skipped = loadDirs(dirs)
+	return kinds, skipped, nil
+}
+
+// loadDirs loads the folders dirs, one folder per kind: a second folder
+// for a kind is skipped, naming the first.
+func loadDirs(dirs []string) (kinds []*Kind, skipped []*FolderError) {
 	seen := map[string]string{}
-	for _, e := range entries {
-		dir := filepath.Join(root, e.Name())
-		// A folder may be a symlink (a mounted ConfigMap volume's keys are
-		// symlinks through ..data); dot-entries are the volume's own.
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, KindFile)); err != nil {
-			continue
-		}
+	for _, dir := range dirs {
 		k, err := LoadKind(dir)
 		if err != nil {
 			skipped = append(skipped, &FolderError{Dir: dir, Err: err})
@@ -57,7 +90,7 @@ func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 		seen[gk] = dir
 		kinds = append(kinds, k)
 	}
-	return kinds, skipped, nil
+	return kinds, skipped
 }
 
 // LoadEvery loads the kind folders of dir, or dir itself when it holds a
@@ -67,26 +100,20 @@ func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 // error here: RBAC or CRDs for "the folders but one" would be wrong for
 // the one. Errors name the file and line, as path/file:line: message.
 func LoadEvery(dir string) ([]*Kind, error) {
-	if _, err := os.Stat(filepath.Join(dir, KindFile)); err == nil {
-		k, err := LoadKind(dir)
-		if err != nil {
-			return nil, locate(dir, err)
-		}
-		return []*Kind{k}, nil
-	}
-	kinds, skipped, err := Load(dir)
+	dirs, err := FoldersOf(dir)
 	if err != nil {
 		return nil, err
 	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, KindFile)
+	}
+	kinds, skipped := loadDirs(dirs)
 	var errs []error
 	for _, s := range skipped {
 		errs = append(errs, locate(s.Dir, s.Err))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
-	}
-	if len(kinds) == 0 {
-		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, KindFile)
 	}
 	return kinds, nil
 }

@@ -3,11 +3,8 @@ package lint
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -48,7 +45,7 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	dirs, err := folderDirs(o.Templates)
+	dirs, err := catalog.FoldersOf(o.Templates)
 	if err != nil {
 		return nil, err
 	}
@@ -116,30 +113,6 @@ func Run(ctx context.Context, o Options) ([]Finding, error) {
 		out = append(out, f.lint(ctx, bySample[f], o, namespaced)...)
 	}
 	return Sort(out), nil
-}
-
-// folderDirs lists the kind folders of dir: dir itself when it holds a
-// kind.yaml, else its sub-directories that do, in name order.
-func folderDirs(dir string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, catalog.KindFile)); err == nil {
-		return []string{dir}, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read templates directory: %w", err)
-	}
-	var dirs []string
-	for _, e := range entries {
-		d := filepath.Join(dir, e.Name())
-		if info, err := os.Stat(d); err != nil || !info.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(d, catalog.KindFile)); err == nil {
-			dirs = append(dirs, d)
-		}
-	}
-	sort.Strings(dirs)
-	return dirs, nil
 }
 
 // sameGroupKind reports whether a folder serves obj's group and kind.

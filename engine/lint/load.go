@@ -3,24 +3,26 @@ package lint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"testing/fstest"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/render"
 )
 
-// Reserved names of a folder, as engine/render reads them.
+// Reserved names of a folder (layout's).
 const (
-	statusFile = "status.yaml"
-	crdFile    = "crd.yaml"
+	statusFile = layout.StatusFile
+	crdFile    = layout.CRDFile
 )
 
 // folder is one kind folder being linted.
@@ -42,70 +44,71 @@ func (f *folder) at(file string, line int, code, format string, args ...any) Fin
 	return Finding{File: path(f.dir, file), Line: line, Severity: severityOf[code], Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// isTemplate tells the files engine/render parses (see render.ParseFS).
-func isTemplate(name string) bool {
-	switch {
-	case strings.HasPrefix(name, "."):
-		return false
-	case strings.HasPrefix(name, "_"):
-		return true
-	case name == catalog.KindFile, name == crdFile:
-		return false
-	}
-	ext := filepath.Ext(name)
-	return ext == ".yaml" || ext == ".yml"
-}
-
 // loadFolder loads dir as the catalog does, and reports every problem of
 // every file rather than the first: kind.yaml on its own, each template
 // parsed on its own. kind is nil when the folder would not load.
 func loadFolder(dir string) (*folder, []Finding) {
 	f := &folder{dir: dir, templates: map[string]string{}, fileSets: map[string]*render.Set{}}
-	var out []Finding
-	data, err := os.ReadFile(filepath.Join(dir, catalog.KindFile))
+	files, err := layout.Read(os.DirFS(dir))
 	if err != nil {
-		return f, []Finding{f.at(catalog.KindFile, 0, CodeKindYAML, "%v", err)}
+		return f, []Finding{f.at("", 0, CodeFolder, "%v", err)}
+	}
+	data, ok := files[catalog.KindFile]
+	if !ok {
+		return f, []Finding{f.at(catalog.KindFile, 0, CodeKindYAML, "read %s: %v", catalog.KindFile, fs.ErrNotExist)}
 	}
 	f.kindYAML = string(data)
-	// kind.yaml on its own, beside the names of the folder's other files
-	// (empty, so that a broken template is reported once, for its own
-	// file): the dependsOn and crd.yaml checks need to know them.
-	// status.yaml has its own finding (LNT003).
-	alone := fstest.MapFS{catalog.KindFile: {Data: data}}
-	if entries, err := os.ReadDir(dir); err == nil {
-		for _, e := range entries {
-			if e.Type().IsRegular() && e.Name() != catalog.KindFile && e.Name() != statusFile {
-				alone[e.Name()] = &fstest.MapFile{}
-			}
+	out := f.kindAlone(files)
+	f.templates = files.Templates()
+	out = append(out, f.parseEach()...)
+	for _, fd := range out {
+		if fd.Severity == Error {
+			return f, out
 		}
 	}
-	if _, err := catalog.LoadKindFS(filepath.Base(dir), dir, alone); err != nil {
-		msg := strings.TrimPrefix(err.Error(), catalog.KindFile+": ")
-		out = append(out, f.at(catalog.KindFile, kindYAMLLine(f.kindYAML, msg), CodeKindYAML, "%s", msg))
-	}
-
-	entries, err := os.ReadDir(dir)
+	k, err := catalog.Compile(filepath.Base(dir), dir, files)
 	if err != nil {
-		return f, append(out, f.at("", 0, CodeFolder, "%v", err))
+		var re *render.Error
+		if errors.As(err, &re) && re.Template != "" {
+			return f, append(out, f.at(re.Template, re.Line, CodeParse, "%s", re.Message))
+		}
+		file, msg := "", err.Error()
+		if before, after, ok := strings.Cut(msg, ": "); ok && (before == statusFile || before == catalog.KindFile) {
+			file, msg = before, after
+		}
+		return f, append(out, f.at(file, 0, CodeFolder, "%s", msg))
 	}
+	f.kind = k
+	return f, out
+}
+
+// kindAlone checks kind.yaml on its own, beside the names of the folder's
+// other files (empty, so that a broken template is reported once, for its
+// own file): the dependsOn and crd.yaml checks need to know them.
+// status.yaml has its own finding (LNT003).
+func (f *folder) kindAlone(files layout.Files) []Finding {
+	alone := layout.Files{catalog.KindFile: files[catalog.KindFile]}
+	for name := range files {
+		if name != catalog.KindFile && name != statusFile {
+			alone[name] = nil
+		}
+	}
+	if _, err := catalog.Compile(filepath.Base(f.dir), f.dir, alone); err != nil {
+		msg := strings.TrimPrefix(err.Error(), catalog.KindFile+": ")
+		return []Finding{f.at(catalog.KindFile, kindYAMLLine(f.kindYAML, msg), CodeKindYAML, "%s", msg)}
+	}
+	return nil
+}
+
+// parseEach parses every template file alone, so that every broken file is
+// reported, not the first of the set, and reports the helpers two files
+// define.
+func (f *folder) parseEach() []Finding {
+	var out []Finding
 	defined := map[string]string{} // define name -> file that defines it first
-	for _, e := range entries {
-		name := e.Name()
-		if !isTemplate(name) {
-			continue
-		}
-		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.IsDir() {
-			continue
-		}
-		text, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			out = append(out, f.at(name, 0, CodeFolder, "%v", err))
-			continue
-		}
-		f.templates[name] = string(text)
-		// Each file alone, so that every broken file is reported, not the
-		// first of the set.
-		set, err := render.Parse(map[string]string{name: string(text)})
+	names := slices.Sorted(maps.Keys(f.templates))
+	for _, name := range names {
+		set, err := render.Parse(map[string]string{name: f.templates[name]})
 		if err != nil {
 			var re *render.Error
 			if errors.As(err, &re) {
@@ -133,25 +136,7 @@ func loadFolder(dir string) (*folder, []Finding) {
 			defined[d] = name
 		}
 	}
-	for _, fd := range out {
-		if fd.Severity == Error {
-			return f, out
-		}
-	}
-	k, err := catalog.LoadKind(dir)
-	if err != nil {
-		var re *render.Error
-		if errors.As(err, &re) && re.Template != "" {
-			return f, append(out, f.at(re.Template, re.Line, CodeParse, "%s", re.Message))
-		}
-		file, msg := "", err.Error()
-		if before, after, ok := strings.Cut(msg, ": "); ok && (before == statusFile || before == catalog.KindFile) {
-			file, msg = before, after
-		}
-		return f, append(out, f.at(file, 0, CodeFolder, "%s", msg))
-	}
-	f.kind = k
-	return f, out
+	return out
 }
 
 // servedKind reads the apiVersion and kind of a kind.yaml that may not

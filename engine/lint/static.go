@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/rbac"
 )
 
 // call is one call of a function found in a parse tree.
@@ -194,29 +193,16 @@ func (f *folder) staticChecks(namespaced func(schema.GroupVersionKind) bool) []F
 	}
 
 	if len(k.Spec.Children) == 0 {
-		_, unknown, err := rbac.StaticChildren(k.Templates)
+		_, unknown, err := catalog.StaticChildren(k.Templates)
 		if err == nil {
 			for _, u := range unknown {
-				file, line := splitWhere(u.Where)
+				file, line := u.FileLine()
 				out = append(out, f.at(file, line, CodeComputedChild,
 					"%s: `operator rbac` cannot know which kind this child is; declare the kinds it can render in kind.yaml children", u.Reason))
 			}
 		}
 	}
 	return out
-}
-
-// splitWhere splits file:line.
-func splitWhere(w string) (string, int) {
-	i := strings.LastIndexByte(w, ':')
-	if i < 0 {
-		return w, 0
-	}
-	n, err := strconv.Atoi(w[i+1:])
-	if err != nil {
-		return w, 0
-	}
-	return w[:i], n
 }
 
 // keyLineAfter is the line of the first line holding value after the

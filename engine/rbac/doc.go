@@ -2,8 +2,8 @@
 // the operator needs to serve exactly a set of kind folders: what
 // `operator rbac --templates DIR` prints (docs/rbac.md).
 //
-//	folders (catalog) -> StaticChildren: the kinds each child template can
-//	                     render, read from its parse tree
+//	folders (catalog) -> Kind.ChildKinds: the kinds each child template can
+//	                     render, read from its parse tree by the folder's model
 //	                  -> Resources: kind -> resource (client-go's scheme for
 //	                     built-in kinds, --crds for custom ones)
 //	                  -> Objects: ClusterRoles, Roles, bindings and

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog"
 	crdgen "github.com/tmplop/operator/engine/crd"
 	"github.com/tmplop/operator/engine/inventory"
 )
@@ -160,7 +161,7 @@ func Generate(o Options) ([]byte, error) {
 	if _, err := inventory.Name(o.FieldManager); err != nil {
 		return nil, fmt.Errorf("--field-manager: %w", err)
 	}
-	kinds, err := LoadFolders(o.Templates)
+	kinds, err := catalog.LoadEvery(o.Templates)
 	if err != nil {
 		return nil, err
 	}

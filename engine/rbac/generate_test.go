@@ -1,6 +1,8 @@
 package rbac
 
 import (
+	"github.com/tmplop/operator/engine/catalog"
+
 	"bytes"
 	"flag"
 	"fmt"
@@ -470,7 +472,7 @@ func lineDiff(a, b string) string {
 // resources of the CRDs in crds.
 func analyzed(t *testing.T, templates, crds string) ([]*Folder, *Resources) {
 	t.Helper()
-	kinds, err := LoadFolders(templates)
+	kinds, err := catalog.LoadEvery(templates)
 	if err != nil {
 		t.Fatal(err)
 	}

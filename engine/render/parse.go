@@ -1,12 +1,11 @@
 package render
 
 import (
-	"fmt"
 	"io/fs"
-	"path"
 	"slices"
-	"strings"
 	"text/template"
+
+	"github.com/tmplop/operator/engine/catalog/layout"
 )
 
 // Set is one folder's templates, parsed once.
@@ -30,48 +29,12 @@ type Set struct {
 	runaway runaways
 }
 
-// Reserved file names of the folder contract.
-const (
-	kindFile   = "kind.yaml"   // read by the catalog, not a template
-	crdFile    = "crd.yaml"    // the folder's own CRD, not a template
-	statusFile = "status.yaml" // renders .status after the children are applied
-)
+// statusFile is the file that renders .status (layout.StatusFile).
+const statusFile = layout.StatusFile
 
 // rootName names the empty template that holds the set; it is never executed
 // and cannot collide with a file name, as files need an extension or a '_'.
 const rootName = "render"
-
-type fileRole int
-
-const (
-	roleIgnored fileRole = iota
-	roleHelper
-	roleChild
-	roleStatus
-)
-
-// roleOf classifies a top-level file name of a template folder.
-func roleOf(name string) fileRole {
-	switch {
-	case name == "" || strings.ContainsAny(name, `/\`):
-		// Only the top level is read; Parse sees such names only from callers.
-		return roleIgnored
-	case strings.HasPrefix(name, "."):
-		// Editor swap files and the like are never templates.
-		return roleIgnored
-	case strings.HasPrefix(name, "_"):
-		return roleHelper
-	case name == kindFile, name == crdFile:
-		return roleIgnored
-	case name == statusFile:
-		return roleStatus
-	}
-	switch path.Ext(name) {
-	case ".yaml", ".yml":
-		return roleChild
-	}
-	return roleIgnored
-}
 
 // ParseFS parses every template of a folder (fsys is e.g. os.DirFS(dir)). Errors name file:line
 // (return *Error or an error wrapping it; a folder with several broken files may report the first).
@@ -79,39 +42,21 @@ func roleOf(name string) fileRole {
 // Only the top level of fsys is read; sub-folders and files that are not
 // templates (kind.yaml, README.md...) are skipped without being read.
 func ParseFS(fsys fs.FS) (*Set, error) {
-	entries, err := fs.ReadDir(fsys, ".")
+	files, err := layout.Read(fsys)
 	if err != nil {
-		return nil, &Error{Message: fmt.Sprintf("read template folder: %v", err), err: err}
+		return nil, &Error{Message: err.Error(), err: err}
 	}
-	files := make(map[string]string, len(entries))
-	for _, entry := range entries {
-		name := entry.Name()
-		if entry.IsDir() || roleOf(name) == roleIgnored {
-			continue
-		}
-		if entry.Type()&fs.ModeSymlink != 0 {
-			// A symlink reports its own type; skip it when it points to a folder.
-			if info, err := fs.Stat(fsys, name); err == nil && info.IsDir() {
-				continue
-			}
-		}
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, &Error{Template: name, Message: fmt.Sprintf("read template: %v", err), err: err}
-		}
-		files[name] = string(data)
-	}
-	return Parse(files)
+	return Parse(files.Templates())
 }
 
 // Parse is ParseFS over in-memory files: file name -> content.
 //
-// Names are classified as in a folder; names containing '/' (files of
-// sub-folders) are ignored.
+// Names are classified as in a folder (layout.RoleOf); names of files that
+// are not templates, or containing '/' (files of sub-folders), are ignored.
 func Parse(files map[string]string) (*Set, error) {
 	names := make([]string, 0, len(files))
 	for name := range files {
-		if roleOf(name) != roleIgnored {
+		if layout.RoleOf(name).Template() {
 			names = append(names, name)
 		}
 	}
@@ -131,10 +76,10 @@ func Parse(files map[string]string) (*Set, error) {
 			return nil, parseError(name, err)
 		}
 		s.files[name] = struct{}{}
-		switch roleOf(name) {
-		case roleChild:
+		switch layout.RoleOf(name) {
+		case layout.Child:
 			s.children = append(s.children, name)
-		case roleStatus:
+		case layout.Status:
 			s.status = true
 		}
 	}

@@ -111,7 +111,7 @@ func (e *lintFailed) Error() string {
 // folder), when it exists.
 func besideTemplates(templates, name string) []string {
 	root := templates
-	if _, err := os.Stat(filepath.Join(templates, catalog.KindFile)); err == nil {
+	if catalog.IsFolder(templates) {
 		root = filepath.Dir(filepath.Clean(templates))
 	}
 	dir := filepath.Join(filepath.Dir(filepath.Clean(root)), name)

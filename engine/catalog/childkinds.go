@@ -1,17 +1,21 @@
-package rbac
+package catalog
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"text/template/parse"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/tmplop/operator/engine/render"
 )
 
-// Child is a kind the child templates of a folder render.
-type Child struct {
+// ChildKind is a kind the child templates of a folder render.
+type ChildKind struct {
 	APIVersion string
 	Kind       string
 	// Where is the first place it was found: "file:line" of its kind: line,
@@ -27,6 +31,9 @@ type Unknown struct {
 
 func (u Unknown) String() string { return u.Where + ": " + u.Reason }
 
+// FileLine is Where as its file and line (0 when it has none).
+func (u Unknown) FileLine() (string, int) { return splitWhere(u.Where) }
+
 // StaticChildren reads, without rendering, the kinds that the child
 // templates of set can render. It walks every child template's parse tree
 // through every branch of if, with and range (a range body as often as it
@@ -40,7 +47,7 @@ func (u Unknown) String() string { return u.Where + ": " + u.Reason }
 // template action ({{ .Spec.kind }}, a variable, tpl, toYaml...) or that
 // have content but no such lines: which kinds they render is not known
 // before they are rendered.
-func StaticChildren(set *render.Set) (children []Child, unknown []Unknown, err error) {
+func StaticChildren(set *render.Set) (children []ChildKind, unknown []Unknown, err error) {
 	trees := set.Trees()
 	a := &analysis{trees: trees, found: map[[2]string]string{}, unknown: map[Unknown]bool{}, inlining: map[string]bool{}, places: map[position]string{}}
 	for _, file := range set.ChildTemplates() {
@@ -58,7 +65,7 @@ func StaticChildren(set *render.Set) (children []Child, unknown []Unknown, err e
 		}
 	}
 	for k, where := range a.found {
-		children = append(children, Child{APIVersion: k[0], Kind: k[1], Where: where})
+		children = append(children, ChildKind{APIVersion: k[0], Kind: k[1], Where: where})
 	}
 	sort.Slice(children, func(i, j int) bool {
 		if children[i].APIVersion != children[j].APIVersion {
@@ -627,4 +634,44 @@ func closingDoubleQuote(s string) int {
 func onlyComment(s string) bool {
 	s = strings.TrimSpace(s)
 	return s == "" || s[0] == '#'
+}
+
+// ChildKinds are the kinds the folder's child templates can render, read
+// from their text (StaticChildren), then the ones kind.yaml's children
+// declares. A manifest whose kind cannot be known is an error naming its
+// file and line, unless kind.yaml declares children: then the declared
+// kinds are taken to be what such manifests render. Worked out once per
+// folder, when first asked (operator rbac, lint).
+func (k *Kind) ChildKinds() ([]ChildKind, error) {
+	if k.childKinds == nil {
+		return k.analyzeChildKinds()
+	}
+	return k.childKinds()
+}
+
+func (k *Kind) analyzeChildKinds() ([]ChildKind, error) {
+	children, unknown, err := StaticChildren(k.Templates)
+	if err != nil {
+		return nil, fmt.Errorf("%s%c%w", k.Dir, filepath.Separator, err)
+	}
+	if len(unknown) > 0 && len(k.Spec.Children) == 0 {
+		var errs []error
+		for _, u := range unknown {
+			errs = append(errs, fmt.Errorf("%s: cannot know statically which kind this manifest is (%s); declare the kinds it can render in %s children",
+				filepath.Join(k.Dir, u.Where), u.Reason, filepath.Join(k.Dir, KindFile)))
+		}
+		return nil, errors.Join(errs...)
+	}
+	seen := map[schema.GroupKind]bool{}
+	for _, c := range children {
+		seen[schema.FromAPIVersionAndKind(c.APIVersion, c.Kind).GroupKind()] = true
+	}
+	for _, c := range k.Spec.Children {
+		gk := schema.FromAPIVersionAndKind(c.APIVersion, c.Kind).GroupKind()
+		if !seen[gk] {
+			seen[gk] = true
+			children = append(children, ChildKind{APIVersion: c.APIVersion, Kind: c.Kind, Where: KindFile + " children"})
+		}
+	}
+	return children, nil
 }

@@ -1,4 +1,4 @@
-package rbac
+package catalog
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -283,9 +282,9 @@ func TestStaticChildrenShipped(t *testing.T) {
 	}
 }
 
-func loadKind(t *testing.T, dir string) *catalog.Kind {
+func loadKind(t *testing.T, dir string) *Kind {
 	t.Helper()
-	k, err := catalog.LoadKind(dir)
+	k, err := LoadKind(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,168 @@
+// Package layout is the contract of a kind folder's files: which names are
+// reserved, what role every other file plays, and how a folder's files are
+// read. It is the one place these rules are written: catalog loads folders
+// with it, render classifies the files it parses with it, lint reports on
+// the same files, and a new folder format (a Helm chart) maps its files
+// onto these roles.
+//
+// It imports nothing of the engine, so that every step of the flow can use
+// it:
+//
+//	layout (this package): a folder's files and their roles
+//	  -> catalog: files -> Kind (kind.yaml, parsed templates, ...)
+//	  -> render: parses the template roles
+package layout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Reserved file names of a kind folder.
+const (
+	// KindFile makes a folder a kind folder: the kind it serves and how.
+	KindFile = "kind.yaml"
+	// CRDFile is the folder's own CustomResourceDefinition, the
+	// alternative to kind.yaml's short schema. Not a template.
+	CRDFile = "crd.yaml"
+	// StatusFile renders the object's .status after the children are
+	// applied.
+	StatusFile = "status.yaml"
+)
+
+// Role is what a file of a kind folder is.
+type Role int
+
+const (
+	// Ignored files are never read as templates: sub-folders, dotfiles
+	// (editor swap files, a mounted ConfigMap volume's ..data), and any
+	// name without a YAML extension (README.md).
+	Ignored Role = iota
+	// Kind is kind.yaml.
+	Kind
+	// CRD is crd.yaml.
+	CRD
+	// Helper files (`_*`) hold named templates and print nothing.
+	Helper
+	// Child files (`*.yaml`, `*.yml`) render the children.
+	Child
+	// Status is status.yaml.
+	Status
+)
+
+// Template reports whether files of role r are parsed as templates.
+func (r Role) Template() bool { return r == Helper || r == Child || r == Status }
+
+func (r Role) String() string {
+	switch r {
+	case Kind:
+		return "kind"
+	case CRD:
+		return "crd"
+	case Helper:
+		return "helper"
+	case Child:
+		return "child"
+	case Status:
+		return "status"
+	}
+	return "ignored"
+}
+
+// RoleOf classifies a top-level file name of a kind folder.
+func RoleOf(name string) Role {
+	switch {
+	case name == "" || strings.ContainsAny(name, `/\`):
+		// Only the top level is a folder's; callers may pass other names.
+		return Ignored
+	case strings.HasPrefix(name, "."):
+		return Ignored
+	case strings.HasPrefix(name, "_"):
+		return Helper
+	case name == KindFile:
+		return Kind
+	case name == CRDFile:
+		return CRD
+	case name == StatusFile:
+		return Status
+	}
+	switch path.Ext(name) {
+	case ".yaml", ".yml":
+		return Child
+	}
+	return Ignored
+}
+
+// Files are the top-level files of a kind folder that a role reads, by
+// name: read once, so that what is fingerprinted, parsed and linted is the
+// same bytes.
+type Files map[string][]byte
+
+// Read reads the files of fsys (a directory's os.DirFS, a ConfigMap's
+// keys) that have a role. Sub-folders, symlinks to folders and ignored
+// names are not read.
+func Read(fsys fs.FS) (Files, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("read folder: %w", err)
+	}
+	files := Files{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || RoleOf(name) == Ignored {
+			continue
+		}
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A symlink reports its own type: skip it when it points to a folder.
+			if info, err := fs.Stat(fsys, name); err == nil && info.IsDir() {
+				continue
+			}
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		files[name] = data
+	}
+	return files, nil
+}
+
+// Names returns the names of the files, sorted.
+func (f Files) Names() []string {
+	names := make([]string, 0, len(f))
+	for n := range f {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Templates returns the text of the template files (helpers, children,
+// status.yaml), by name.
+func (f Files) Templates() map[string]string {
+	out := make(map[string]string, len(f))
+	for name, data := range f {
+		if RoleOf(name).Template() {
+			out[name] = string(data)
+		}
+	}
+	return out
+}
+
+// Fingerprint hashes the names and contents of the files: it changes
+// exactly when reloading the folder could change what it renders.
+func (f Files) Fingerprint() string {
+	h := sha256.New()
+	for _, name := range f.Names() {
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write(f[name])
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,81 @@
+package layout
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+)
+
+func TestRoleOf(t *testing.T) {
+	cases := map[string]Role{
+		"kind.yaml":        Kind,
+		"crd.yaml":         CRD,
+		"status.yaml":      Status,
+		"_helpers.tpl":     Helper,
+		"_any":             Helper,
+		"deployment.yaml":  Child,
+		"service.yml":      Child,
+		"README.md":        Ignored,
+		".deployment.yaml": Ignored, // an editor's swap file
+		"..data":           Ignored,
+		"sub/child.yaml":   Ignored,
+		"":                 Ignored,
+		"values.json":      Ignored,
+	}
+	for name, want := range cases {
+		if got := RoleOf(name); got != want {
+			t.Errorf("RoleOf(%q) = %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestRead: only the files that have a role are read; sub-folders (and
+// symlinks to them, as a mounted ConfigMap volume has) are not.
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{"kind.yaml": "k", "a.yaml": "a", "_h.tpl": "h", "README.md": "r", ".a.yaml.swp": "s"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub.yaml", filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Read(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files.Names()
+	want := []string{"_h.tpl", "a.yaml", "kind.yaml"}
+	if len(got) != len(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("read %v, want %v", got, want)
+		}
+	}
+	if tmpl := files.Templates(); len(tmpl) != 2 || tmpl["a.yaml"] != "a" || tmpl["_h.tpl"] != "h" {
+		t.Errorf("Templates() = %v, want a.yaml and _h.tpl", tmpl)
+	}
+}
+
+// TestFingerprint: the same files give the same fingerprint whatever the
+// source; a changed byte or name changes it; a file without a role does
+// not count.
+func TestFingerprint(t *testing.T) {
+	a, _ := Read(fstest.MapFS{"kind.yaml": {Data: []byte("k")}, "a.yaml": {Data: []byte("a")}})
+	b, _ := Read(fstest.MapFS{"a.yaml": {Data: []byte("a")}, "kind.yaml": {Data: []byte("k")}, "NOTES.md": {Data: []byte("n")}})
+	c, _ := Read(fstest.MapFS{"kind.yaml": {Data: []byte("k")}, "a.yaml": {Data: []byte("b")}})
+	d, _ := Read(fstest.MapFS{"kind.yaml": {Data: []byte("k")}, "b.yaml": {Data: []byte("a")}})
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Errorf("same files, different fingerprints")
+	}
+	if a.Fingerprint() == c.Fingerprint() || a.Fingerprint() == d.Fingerprint() {
+		t.Errorf("a changed file or name kept the fingerprint")
+	}
+}
