@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -28,6 +30,9 @@ type Cluster struct {
 
 	runDir string // empty when the cluster is shared and not ours to stop
 	root   string
+	// The admin's clients, on Config, for the helpers of objects.go.
+	dyn dynamic.Interface
+	cs  kubernetes.Interface
 }
 
 // Main starts (or reuses) a control plane, runs each setup (which may
@@ -90,6 +95,13 @@ func StartWith(opts Options) (*Cluster, error) {
 	// make them measure the client's rate limiter, not the system under test.
 	cfg.QPS, cfg.Burst = 200, 400
 	c.Config = cfg
+	if c.dyn, err = dynamic.NewForConfig(cfg); err == nil {
+		c.cs, err = kubernetes.NewForConfig(cfg)
+	}
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("clients of %s: %w", c.Kubeconfig, err)
+	}
 	return c, nil
 }
 
@@ -98,17 +110,18 @@ func (c *Cluster) up(opts Options) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	addrs, err := FreeAddrs(3)
 	if err != nil {
 		return err
 	}
+	port := func(i int) string { _, p, _ := net.SplitHostPort(addrs[i]); return p }
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(c.root, "hack", "cluster", "scripts", "up.sh"), dir)
 	cmd.Env = append(os.Environ(),
-		"CLUSTER_APISERVER_PORT="+strconv.Itoa(ports[0]),
-		"CLUSTER_ETCD_PORT="+strconv.Itoa(ports[1]),
-		"CLUSTER_ETCD_PEER_PORT="+strconv.Itoa(ports[2]),
+		"CLUSTER_APISERVER_PORT="+port(0),
+		"CLUSTER_ETCD_PORT="+port(1),
+		"CLUSTER_ETCD_PEER_PORT="+port(2),
 		"CLUSTER_OWNER_PID="+strconv.Itoa(os.Getpid()),
 	)
 	if opts.Minimal {
@@ -177,10 +190,11 @@ func samePath(a, b string) bool {
 	return err1 == nil && err2 == nil && ra == rb
 }
 
-// freePorts asks the kernel for n free loopback ports. Another process could
-// take one before the control plane binds it; up.sh then fails loudly.
-func freePorts(n int) ([]int, error) {
-	var ports []int
+// FreeAddrs asks the kernel for n free loopback addresses (127.0.0.1:port),
+// for the control plane's ports and the operator's listeners. Another
+// process could take one before it is bound; the binder then fails loudly.
+func FreeAddrs(n int) ([]string, error) {
+	var addrs []string
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -193,7 +207,7 @@ func freePorts(n int) ([]int, error) {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		addrs = append(addrs, l.Addr().String())
 	}
-	return ports, nil
+	return addrs, nil
 }

@@ -13,6 +13,18 @@
 // running. No other cluster is ever used: a KUBECONFIG that points elsewhere
 // is ignored, so tests can never write into a real cluster by accident.
 //
+// A test then works on the plane as its admin, in a namespace of its own,
+// through the calls every integration package shares (objects.go,
+// conditions.go): Create, CreateSpec, Get, Exists, Patch, Delete, WaitGone;
+// Condition and WaitCondition, WaitReconciled for the operator's status;
+// Eventually for anything else that converges; FreeAddrs for listeners.
+// Running the operator and breaking its network is the harness package's
+// job, not this one's.
+//
+//	ns := env.Namespace(t)
+//	env.Create(t, widgets, ns, "apiVersion: ...\nkind: Widget\nmetadata: {name: w}\n")
+//	env.WaitReconciled(t, widgets, ns, "w")
+//
 // StartWith(Options{Minimal: true}) starts a plane of only etcd and
 // kube-apiserver, with API Priority and Fairness on, always a new one: the
 // benchmark (hack/bench) measures a client on it with nothing else running.

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Namespace creates a namespace of its own for one test and deletes it when
@@ -19,18 +18,17 @@ import (
 // objects.
 func (c *Cluster) Namespace(t testing.TB) string {
 	t.Helper()
-	cs := kubernetes.NewForConfigOrDie(c.Config)
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 40 {
 		name = name[:40]
 	}
 	name = strings.Trim(name, "-") + "-" + rand.String(5)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+	if _, err := c.cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
 }
