@@ -126,7 +126,7 @@ func TestEveryFunctionChecksStop(t *testing.T) {
 	})
 	for _, name := range names {
 		h.st = newRenderState(Input{}, Budget{}.WithDefaults())
-		h.st.meter.stop.Store(stopTime)
+		h.st.meter.Expire()
 		v := reflect.ValueOf(funcs[name])
 		typ := v.Type()
 		args := make([]reflect.Value, typ.NumIn())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"text/template"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // sprig's uniq, without and has compare elements with reflect.DeepEqual,
@@ -19,16 +21,16 @@ import (
 
 // maxCompares bounds the pairwise comparisons of one call: about 0.2 s of
 // comparing small maps on a loaded machine, well within the grace period
-// of an abandoned render (see Set.run), so no single call outlives it.
+// of an abandoned render (see Set.runWith), so no single call outlives it.
 const maxCompares = 1 << 19
 
 // compareFuncs are uniq, without and has and their must variants; sprig's
 // panic on a value that is not a list, which text/template turns into the
 // same error as returning it.
 func compareFuncs(h *holder) template.FuncMap {
-	uniq := func(list any) ([]any, error) { return h.st.uniq(list) }
-	without := func(list any, omit ...any) ([]any, error) { return h.st.without(list, omit) }
-	has := func(needle, haystack any) (bool, error) { return h.st.has(needle, haystack) }
+	uniq := func(list any) ([]any, error) { return uniqList(h.meter(), list) }
+	without := func(list any, omit ...any) ([]any, error) { return withoutList(h.meter(), list, omit) }
+	has := func(needle, haystack any) (bool, error) { return hasElem(h.meter(), needle, haystack) }
 	return template.FuncMap{
 		"uniq": uniq, "mustUniq": uniq,
 		"without": without, "mustWithout": without,
@@ -54,9 +56,9 @@ func scalarKey(v any) bool {
 	return false
 }
 
-// elements returns the elements of a list as []any, and what that cost:
-// nothing for a []any, a copy for the typed lists other functions return.
-func (st *renderState) elements(fn string, list any) ([]any, error) {
+// elements returns the elements of a list as []any: the list itself for
+// a []any, a copy, bounded, for the typed lists other functions return.
+func elements(m *budget.Meter, fn string, list any) ([]any, error) {
 	if l, ok := list.([]any); ok {
 		return l, nil
 	}
@@ -65,26 +67,28 @@ func (st *renderState) elements(fn string, list any) ([]any, error) {
 		return nil, fmt.Errorf("Cannot find %s on type %s", fn, k)
 	}
 	n := rv.Len()
-	if err := st.meter.charge(2*elemCost*int64(n), func() string { return fmt.Sprintf("%s of %d elements", fn, n) }); err != nil {
-		return nil, err
-	}
-	out := make([]any, n)
-	for i := range out {
-		out[i] = rv.Index(i).Interface()
-	}
-	return out, nil
+	return budget.Bounded(m, 2*budget.ElemCost*int64(n), func() string { return fmt.Sprintf("%s of %d elements", fn, n) },
+		func() ([]any, error) {
+			out := make([]any, n)
+			for i := range out {
+				out[i] = rv.Index(i).Interface()
+			}
+			return out, nil
+		}, nil)
 }
 
 // pairs is how many comparisons a call would make, refused past maxCompares.
 func pairs(fn string, n int64, what string) error {
-	return tooMuchWork(n, maxCompares, func() string { return fmt.Sprintf("%s: %d comparisons of %s", fn, n, what) })
+	return budget.TooMuchWork(n, maxCompares, func() string { return fmt.Sprintf("%s: %d comparisons of %s", fn, n, what) })
 }
 
-func (st *renderState) uniq(list any) ([]any, error) {
-	if err := st.meter.check(); err != nil {
+// uniqList is sprig's uniq: the list and a map of the scalars seen are
+// bounded, and the pairs of other values refused past maxCompares.
+func uniqList(m *budget.Meter, list any) ([]any, error) {
+	if err := m.Check(); err != nil {
 		return nil, err
 	}
-	elems, err := st.elements("uniq", list)
+	elems, err := elements(m, "uniq", list)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +104,13 @@ func (st *renderState) uniq(list any) ([]any, error) {
 		return nil, err
 	}
 	n := int64(len(elems))
-	if err := st.meter.charge(elemCost*n+entryCost*scalars, func() string {
-		return fmt.Sprintf("uniq of %d elements", n)
-	}); err != nil {
-		return nil, err
-	}
+	return budget.Bounded(m, budget.ElemCost*n+budget.EntryCost*scalars, func() string { return fmt.Sprintf("uniq of %d elements", n) },
+		func() ([]any, error) { return uniqOf(m, elems, scalars) }, nil)
+}
+
+// uniqOf keeps the first of equal elements, checking the deadline at
+// every pairwise comparison.
+func uniqOf(m *budget.Meter, elems []any, scalars int64) ([]any, error) {
 	out := make([]any, 0, len(elems))
 	seen := make(map[any]struct{}, scalars)
 	var kept []any
@@ -118,7 +124,7 @@ next:
 			continue
 		}
 		for _, k := range kept {
-			if err := st.meter.check(); err != nil {
+			if err := m.Check(); err != nil {
 				return nil, err
 			}
 			if reflect.DeepEqual(e, k) {
@@ -131,11 +137,14 @@ next:
 	return out, nil
 }
 
-func (st *renderState) without(list any, omit []any) ([]any, error) {
-	if err := st.meter.check(); err != nil {
+// withoutList is sprig's without: the list and a map of the scalars to
+// drop are bounded, and the pairs of other values refused past
+// maxCompares.
+func withoutList(m *budget.Meter, list any, omit []any) ([]any, error) {
+	if err := m.Check(); err != nil {
 		return nil, err
 	}
-	elems, err := st.elements("without", list)
+	elems, err := elements(m, "without", list)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +169,13 @@ func (st *renderState) without(list any, omit []any) ([]any, error) {
 		return nil, err
 	}
 	n := int64(len(elems))
-	if err := st.meter.charge(elemCost*n+entryCost*int64(len(omit)), func() string {
-		return fmt.Sprintf("without of %d elements", n)
-	}); err != nil {
-		return nil, err
-	}
+	return budget.Bounded(m, budget.ElemCost*n+budget.EntryCost*int64(len(omit)), func() string { return fmt.Sprintf("without of %d elements", n) },
+		func() ([]any, error) { return withoutOf(m, elems, drop, dropOthers) }, nil)
+}
+
+// withoutOf keeps the elements neither in drop nor equal to one of
+// others, checking the deadline at every pairwise comparison.
+func withoutOf(m *budget.Meter, elems []any, drop map[any]struct{}, others []any) ([]any, error) {
 	out := make([]any, 0, len(elems))
 next:
 	for _, e := range elems {
@@ -174,8 +185,8 @@ next:
 			}
 			continue
 		}
-		for _, o := range dropOthers {
-			if err := st.meter.check(); err != nil {
+		for _, o := range others {
+			if err := m.Check(); err != nil {
 				return nil, err
 			}
 			if reflect.DeepEqual(e, o) {
@@ -187,10 +198,11 @@ next:
 	return out, nil
 }
 
-// has needs no refusal: one comparison per element, each checking the
-// deadline when it may be long (a list or map needle).
-func (st *renderState) has(needle, haystack any) (bool, error) {
-	if err := st.meter.check(); err != nil {
+// hasElem is sprig's has. It needs no refusal: one comparison per
+// element, each checking the deadline when it may be long (a list or map
+// needle).
+func hasElem(m *budget.Meter, needle, haystack any) (bool, error) {
+	if err := m.Check(); err != nil {
 		return false, err
 	}
 	if haystack == nil {
@@ -225,7 +237,7 @@ func (st *renderState) has(needle, haystack any) (bool, error) {
 		return false, nil
 	}
 	for i := range rv.Len() {
-		if err := st.meter.check(); err != nil {
+		if err := m.Check(); err != nil {
 			return false, err
 		}
 		if reflect.DeepEqual(needle, rv.Index(i).Interface()) {

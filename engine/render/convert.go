@@ -5,6 +5,8 @@ import (
 	"strings"
 	"text/template"
 	"unicode/utf8"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // The functions that turn strings into collections and back are charged
@@ -13,7 +15,7 @@ import (
 
 // splitCost is one element of split and splitn: the string header of
 // strings.Split's list, a map entry and its "_N" key.
-const splitCost = elemCost + entryCost + 8
+const splitCost = budget.ElemCost + budget.EntryCost + 8
 
 // Decoding allocates a multiple of its input: encoding/json about 20 bytes
 // a byte of typical JSON (up to 50 for `[{},{},...]`), sigs.k8s.io/yaml
@@ -32,138 +34,140 @@ const (
 )
 
 func convertFuncs(h *holder, base template.FuncMap) template.FuncMap {
-	m := func() *meter { return &h.st.meter }
-	// strings wraps sortAlpha and toStrings, which print every element
-	// (strval) into a new list.
-	strs := func(name string) func(any) ([]string, error) {
-		f := base[name].(func(any) []string)
-		return func(v any) ([]string, error) {
-			s, err := h.st.measure(name, v, 0)
-			if err != nil {
-				return nil, err
-			}
-			est := addSat(s.bytes, mulSat(s.elems+1, elemCost))
-			return bounded(m(), est, func() string { return fmt.Sprintf("%s of %d elements", name, s.elems) },
-				func() ([]string, error) { return f(v), nil }, stringsCost)
-		}
-	}
-	decode := func(name string, yaml bool) any {
-		cost := func(s string) (int64, error) {
-			if !yaml {
-				return addSat(mulSat(int64(len(s)), jsonCostPerByte), jsonCostFixed), nil
-			}
-			est := addSat(mulSat(int64(len(s)), yamlCostPerByte), yamlCostFixed)
-			nodes, err := yamlAliasNodes(s, m().remaining()/entryCost)
-			if err != nil {
-				return 0, &BudgetError{Budget: BudgetOutput, Limit: m().budget.MaxOutputBytes, Detail: name + ": " + err.Error()}
-			}
-			return addSat(est, mulSat(nodes, entryCost)), nil
-		}
-		charged := func(s string) error {
-			if err := m().check(); err != nil {
-				return err
-			}
-			est, err := cost(s)
-			if err != nil {
-				return err
-			}
-			return m().charge(est, func() string { return fmt.Sprintf("%s of %d bytes", name, len(s)) })
-		}
-		switch f := base[name].(type) {
-		case func(string) map[string]any:
-			return func(s string) (map[string]any, error) {
-				if err := charged(s); err != nil {
-					return nil, err
-				}
-				return f(s), nil
-			}
-		case func(string) []any:
-			return func(s string) ([]any, error) {
-				if err := charged(s); err != nil {
-					return nil, err
-				}
-				return f(s), nil
-			}
-		case func(string) (any, error):
-			return func(s string) (any, error) {
-				if err := charged(s); err != nil {
-					return nil, err
-				}
-				return f(s)
-			}
-		}
-		panic("render: unexpected type of " + name)
-	}
-	// serialize wraps toJson, toYaml and the like: YAML and indented JSON
-	// indent every line by its depth, so a value nested a thousand deep
-	// prints in a thousand times its size.
-	serialize := func(name string, indent int64) func(any) (string, error) {
-		call := func(v any) (string, error) {
-			switch f := base[name].(type) {
-			case func(any) string:
-				return f(v), nil
-			case func(any) (string, error):
-				return f(v)
-			}
-			panic("render: unexpected type of " + name)
-		}
-		return func(v any) (string, error) {
-			s, err := h.st.measure(name, v, indent)
-			if err != nil {
-				return "", err
-			}
-			fixed := int64(jsonEncodeFixed)
-			if name == "toYaml" {
-				fixed = yamlEncodeFixed
-			}
-			return bounded(m(), addSat(s.bytes, fixed), func() string { return fmt.Sprintf("%s of %d bytes", name, s.bytes) },
-				func() (string, error) { return call(v) }, func(out string) int64 { return int64(len(out)) + fixed })
-		}
-	}
 	return template.FuncMap{
-		"toJson":           serialize("toJson", 0),
-		"toRawJson":        serialize("toRawJson", 0),
-		"mustToJson":       serialize("mustToJson", 0),
-		"mustToRawJson":    serialize("mustToRawJson", 0),
-		"toPrettyJson":     serialize("toPrettyJson", 2),
-		"mustToPrettyJson": serialize("mustToPrettyJson", 2),
-		"toYaml":           serialize("toYaml", 2),
+		"toJson":           serializer(h, base, "toJson", 0),
+		"toRawJson":        serializer(h, base, "toRawJson", 0),
+		"mustToJson":       serializer(h, base, "mustToJson", 0),
+		"mustToRawJson":    serializer(h, base, "mustToRawJson", 0),
+		"toPrettyJson":     serializer(h, base, "toPrettyJson", 2),
+		"mustToPrettyJson": serializer(h, base, "mustToPrettyJson", 2),
+		"toYaml":           serializer(h, base, "toYaml", 2),
 		"split": func(sep, s string) (map[string]string, error) {
 			n := splitCount(sep, s, -1)
-			return bounded(m(), mulSat(n, splitCost), func() string { return fmt.Sprintf("split of %d bytes into %d elements", len(s), n) },
+			return budget.Bounded(h.meter(), budget.MulSat(n, splitCost), func() string { return fmt.Sprintf("split of %d bytes into %d elements", len(s), n) },
 				func() (map[string]string, error) {
 					return base["split"].(func(string, string) map[string]string)(sep, s), nil
 				}, nil)
 		},
 		"splitn": func(sep string, limit int, s string) (map[string]string, error) {
 			n := splitCount(sep, s, limit)
-			return bounded(m(), mulSat(n, splitCost), func() string { return fmt.Sprintf("splitn of %d bytes into %d elements", len(s), n) },
+			return budget.Bounded(h.meter(), budget.MulSat(n, splitCost), func() string { return fmt.Sprintf("splitn of %d bytes into %d elements", len(s), n) },
 				func() (map[string]string, error) {
 					return base["splitn"].(func(string, int, string) map[string]string)(sep, limit, s), nil
 				}, nil)
 		},
 		"splitList": func(sep, s string) ([]string, error) {
 			n := splitCount(sep, s, -1)
-			return bounded(m(), mulSat(n, elemCost), func() string { return fmt.Sprintf("splitList of %d bytes into %d elements", len(s), n) },
+			return budget.Bounded(h.meter(), budget.MulSat(n, budget.ElemCost), func() string { return fmt.Sprintf("splitList of %d bytes into %d elements", len(s), n) },
 				func() ([]string, error) { return strings.Split(s, sep), nil }, nil)
 		},
 		"join": func(sep string, v any) (string, error) {
-			s, err := h.st.measure("join", v, 0)
+			s, err := h.meter().Measure("join", v, 0)
 			if err != nil {
 				return "", err
 			}
-			n := max(s.elems, 1)
-			est := addSat(addSat(s.bytes, mulSat(n, int64(len(sep)))), mulSat(n, elemCost))
-			return bounded(m(), est, func() string { return fmt.Sprintf("join of %d elements with %d bytes between", n, len(sep)) },
+			n := max(s.Elems, 1)
+			est := budget.AddSat(budget.AddSat(s.Bytes, budget.MulSat(n, int64(len(sep)))), budget.MulSat(n, budget.ElemCost))
+			return budget.Bounded(h.meter(), est, func() string { return fmt.Sprintf("join of %d elements with %d bytes between", n, len(sep)) },
 				func() (string, error) { return base["join"].(func(string, any) string)(sep, v), nil }, strCost)
 		},
-		"sortAlpha":     strs("sortAlpha"),
-		"toStrings":     strs("toStrings"),
-		"fromJson":      decode("fromJson", false),
-		"fromJsonArray": decode("fromJsonArray", false),
-		"mustFromJson":  decode("mustFromJson", false),
-		"fromYaml":      decode("fromYaml", true),
-		"fromYamlArray": decode("fromYamlArray", true),
+		"sortAlpha":     printedList(h, base, "sortAlpha"),
+		"toStrings":     printedList(h, base, "toStrings"),
+		"fromJson":      decoder(h, base, "fromJson", false),
+		"fromJsonArray": decoder(h, base, "fromJsonArray", false),
+		"mustFromJson":  decoder(h, base, "mustFromJson", false),
+		"fromYaml":      decoder(h, base, "fromYaml", true),
+		"fromYamlArray": decoder(h, base, "fromYamlArray", true),
+	}
+}
+
+// printedList wraps sortAlpha and toStrings, which print every element
+// (strval) into a new list.
+func printedList(h *holder, base template.FuncMap, name string) func(any) ([]string, error) {
+	f := base[name].(func(any) []string)
+	return func(v any) ([]string, error) {
+		s, err := h.meter().Measure(name, v, 0)
+		if err != nil {
+			return nil, err
+		}
+		est := budget.AddSat(s.Bytes, budget.MulSat(s.Elems+1, budget.ElemCost))
+		return budget.Bounded(h.meter(), est, func() string { return fmt.Sprintf("%s of %d elements", name, s.Elems) },
+			func() ([]string, error) { return f(v), nil }, stringsCost)
+	}
+}
+
+// decoder wraps fromJson, fromYaml and the like, bounded by what decoding
+// their input allocates.
+func decoder(h *holder, base template.FuncMap, name string, yaml bool) any {
+	switch f := base[name].(type) {
+	case func(string) map[string]any:
+		return func(s string) (map[string]any, error) {
+			return decode(h.meter(), name, yaml, s, func() (map[string]any, error) { return f(s), nil })
+		}
+	case func(string) []any:
+		return func(s string) ([]any, error) {
+			return decode(h.meter(), name, yaml, s, func() ([]any, error) { return f(s), nil })
+		}
+	case func(string) (any, error):
+		return func(s string) (any, error) {
+			return decode(h.meter(), name, yaml, s, func() (any, error) { return f(s) })
+		}
+	}
+	panic("render: unexpected type of " + name)
+}
+
+// decode bounds call, the decoding of s, by decodeCost.
+func decode[T any](m *budget.Meter, name string, yaml bool, s string, call func() (T, error)) (T, error) {
+	var zero T
+	if err := m.Check(); err != nil {
+		return zero, err
+	}
+	est, err := decodeCost(m, name, yaml, s)
+	if err != nil {
+		return zero, err
+	}
+	return budget.Bounded(m, est, func() string { return fmt.Sprintf("%s of %d bytes", name, len(s)) }, call, nil)
+}
+
+// decodeCost is what decoding s allocates: a multiple of its size, and
+// for YAML with aliases, a multiple of the values they expand to, counted
+// first and refused past what the budget left can hold.
+func decodeCost(m *budget.Meter, name string, yaml bool, s string) (int64, error) {
+	if !yaml {
+		return budget.AddSat(budget.MulSat(int64(len(s)), jsonCostPerByte), jsonCostFixed), nil
+	}
+	est := budget.AddSat(budget.MulSat(int64(len(s)), yamlCostPerByte), yamlCostFixed)
+	nodes, err := yamlAliasNodes(s, m.Remaining()/budget.EntryCost)
+	if err != nil {
+		return 0, m.Exceeded(name + ": " + err.Error())
+	}
+	return budget.AddSat(est, budget.MulSat(nodes, budget.EntryCost)), nil
+}
+
+// serializer wraps toJson, toYaml and the like: YAML and indented JSON
+// indent every line by its depth, so a value nested a thousand deep
+// prints in a thousand times its size.
+func serializer(h *holder, base template.FuncMap, name string, indent int64) func(any) (string, error) {
+	call := func(v any) (string, error) {
+		switch f := base[name].(type) {
+		case func(any) string:
+			return f(v), nil
+		case func(any) (string, error):
+			return f(v)
+		}
+		panic("render: unexpected type of " + name)
+	}
+	fixed := int64(jsonEncodeFixed)
+	if name == "toYaml" {
+		fixed = yamlEncodeFixed
+	}
+	return func(v any) (string, error) {
+		s, err := h.meter().Measure(name, v, indent)
+		if err != nil {
+			return "", err
+		}
+		return budget.Bounded(h.meter(), budget.AddSat(s.Bytes, fixed), func() string { return fmt.Sprintf("%s of %d bytes", name, s.Bytes) },
+			func() (string, error) { return call(v) }, func(out string) int64 { return int64(len(out)) + fixed })
 	}
 }
 
@@ -186,7 +190,7 @@ func splitCount(sep, s string, n int) int64 {
 
 // stringsCost is what a list of strings takes, its strings included.
 func stringsCost(l []string) int64 {
-	n := elemCost * int64(len(l))
+	n := budget.ElemCost * int64(len(l))
 	for _, s := range l {
 		n += int64(len(s))
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"text/template"
 	"time"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // sprig's dateInZone and htmlDateInZone call time.LoadLocation on every
@@ -23,7 +25,7 @@ func dateFuncs(h *holder) template.FuncMap {
 		if err != nil {
 			return "", err
 		}
-		return bounded(&h.st.meter, 0, func() string { return "dateInZone" },
+		return budget.Bounded(h.meter(), 0, func() string { return "dateInZone" },
 			func() (string, error) { return sprigTime(date).In(loc).Format(layout), nil }, strCost)
 	}
 	return template.FuncMap{
@@ -36,18 +38,22 @@ func dateFuncs(h *holder) template.FuncMap {
 // location is time.LoadLocation(zone), or UTC when zone is not a zone, as
 // sprig falls back.
 func (h *holder) location(zone string) (*time.Location, error) {
-	if err := h.st.meter.check(); err != nil {
+	if err := h.meter().Check(); err != nil {
 		return nil, err
 	}
 	if loc, ok := h.zones[zone]; ok {
 		return loc, nil
 	}
-	if err := h.st.meter.charge(zoneLoadCost, func() string { return fmt.Sprintf("loading the time zone %.40q", zone) }); err != nil {
-		return nil, err
-	}
-	loc, err := time.LoadLocation(zone)
+	loc, err := budget.Bounded(h.meter(), zoneLoadCost, func() string { return fmt.Sprintf("loading the time zone %.40q", zone) },
+		func() (*time.Location, error) {
+			loc, err := time.LoadLocation(zone)
+			if err != nil {
+				loc = time.UTC
+			}
+			return loc, nil
+		}, nil)
 	if err != nil {
-		loc = time.UTC
+		return nil, err
 	}
 	if h.zones == nil {
 		h.zones = map[string]*time.Location{}

@@ -64,7 +64,10 @@
 //     each can be server-side applied (apiVersion, kind, metadata.name).
 //   - Decode status.yaml into a mapping and collect the soonest requeueAfter.
 //   - Hold every render to its Budget (budget.go): wall time, bytes
-//     produced, manifests, calls, nesting and the work of one call. The
+//     produced, manifests, calls, nesting and the work of one call,
+//     counted by the render's meter (internal/budget), which every
+//     function that allocates goes through with one helper: estimate,
+//     refuse before the call, call, charge (budget.Bounded). The
 //     parse trees are rewritten once so that loops and template calls pass
 //     through the budget (guard.go: every range iteration checks the
 //     deadline and is charged for what evaluating its body allocates).

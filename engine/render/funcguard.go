@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"text/template"
 	"time"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // Every function a template can call is wrapped, so that:
@@ -27,8 +29,10 @@ import (
 // fixed (RSA 2048 or 4096 bits, P-256, Ed25519, DSA 1024). The stop check
 // at entry is what refuses to start another key after the deadline.
 //
-// The functions are bound to a holder, whose renderState is set for each
-// render (see instance), so one set of closures serves many renders.
+// The functions are bound to a holder, which the render that checks out
+// the instance points at its state (instance.go), so one set of closures
+// serves many renders. Every estimate, refusal and charge goes through the
+// render's budget.Meter, most through budget.Bounded.
 
 // nondeterministic are the functions whose result differs from call to
 // call; a render records which files called them, so that a child that
@@ -73,43 +77,57 @@ func boundedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 // signatures get typed closures: a reflect.MakeFunc wrapper costs a
 // microsecond per call.
 func wrapGeneric(h *holder, name string, fn any) any {
-	check := func() error { return h.st.meter.check() }
-	charged := func(s string) (string, error) {
-		return s, h.st.meter.charge(int64(len(s)), func() string { return name })
+	if w := wrapString(h, name, fn); w != nil {
+		return w
 	}
-	walked := func(v any) error { return h.st.walk(name, v) }
+	if w := wrapChecked(h, fn); w != nil {
+		return w
+	}
+	if w := wrapNumber(h, name, fn); w != nil {
+		return w
+	}
+	return reflectGuard(h, name, fn)
+}
+
+// wrapString wraps the functions that return a string: charged, their
+// arguments measured first when they print them. nil for other types.
+func wrapString(h *holder, name string, fn any) any {
+	charged := func(s string) (string, error) {
+		return s, h.meter().Charge(int64(len(s)), func() string { return name })
+	}
+	walked := func(v any) error { return h.meter().Walk(name, v) }
 	switch f := fn.(type) {
 	case func(string) string:
 		return func(a string) (string, error) {
-			if err := check(); err != nil {
+			if err := h.meter().Check(); err != nil {
 				return "", err
 			}
 			return charged(f(a))
 		}
 	case func(string, string) string:
 		return func(a, b string) (string, error) {
-			if err := check(); err != nil {
+			if err := h.meter().Check(); err != nil {
 				return "", err
 			}
 			return charged(f(a, b))
 		}
 	case func(int, string) string:
 		return func(n int, a string) (string, error) {
-			if err := check(); err != nil {
+			if err := h.meter().Check(); err != nil {
 				return "", err
 			}
 			return charged(f(n, a))
 		}
 	case func(string, string, string) string:
 		return func(a, b, c string) (string, error) {
-			if err := check(); err != nil {
+			if err := h.meter().Check(); err != nil {
 				return "", err
 			}
 			return charged(f(a, b, c))
 		}
 	case func(string, string) (string, error):
 		return func(a, b string) (string, error) {
-			if err := check(); err != nil {
+			if err := h.meter().Check(); err != nil {
 				return "", err
 			}
 			out, err := f(a, b)
@@ -118,6 +136,14 @@ func wrapGeneric(h *holder, name string, fn any) any {
 			}
 			return charged(out)
 		}
+	}
+	return wrapPrinting(h, name, fn, charged, walked)
+}
+
+// wrapPrinting wraps the functions that print values of any type into a
+// string (cat, quote, toString...): the values are measured first.
+func wrapPrinting(h *holder, name string, fn any, charged func(string) (string, error), walked func(any) error) any {
+	switch f := fn.(type) {
 	case func(any) string:
 		return func(v any) (string, error) {
 			if err := walked(v); err != nil {
@@ -127,7 +153,7 @@ func wrapGeneric(h *holder, name string, fn any) any {
 		}
 	case func(...any) string:
 		return func(v ...any) (string, error) {
-			if err := h.st.walkAll(name, v); err != nil {
+			if err := h.meter().WalkAll(name, v); err != nil {
 				return "", err
 			}
 			return charged(f(v...))
@@ -150,8 +176,14 @@ func wrapGeneric(h *holder, name string, fn any) any {
 			}
 			return charged(out)
 		}
+	}
+	return nil
+}
 
-	// Results that are scalars, or elements of the input: the stop check.
+// wrapChecked wraps the functions whose results are scalars, or elements
+// of their input: the stop check is enough. nil for other types.
+func wrapChecked(h *holder, fn any) any {
+	switch f := fn.(type) {
 	case func(string) bool:
 		return checked1(h, f)
 	case func(string, string) bool:
@@ -168,12 +200,46 @@ func wrapGeneric(h *holder, name string, fn any) any {
 		return checkedV(h, f)
 	case func(string) int:
 		return checked1(h, f)
+	case func(any) any:
+		return checked1(h, f)
+	case func(...any) any:
+		return checkedV(h, f)
+	case func(any, ...any) any:
+		return checked1V(h, f)
+	case func(map[string]any, string) any:
+		return checked2(h, f)
+	case func(any, any, bool) any:
+		return func(a, b any, c bool) (any, error) {
+			if err := h.meter().Check(); err != nil {
+				return nil, err
+			}
+			return f(a, b, c), nil
+		}
+	case func(any) (any, error):
+		return func(v any) (any, error) {
+			if err := h.meter().Check(); err != nil {
+				return nil, err
+			}
+			return f(v)
+		}
+	case func(string, any) (any, error):
+		return func(a string, v any) (any, error) {
+			if err := h.meter().Check(); err != nil {
+				return nil, err
+			}
+			return f(a, v)
+		}
+	}
+	return nil
+}
 
-	// Numbers from any value (add, max, int64, floor...): sprig converts
-	// with cast, which formats a value it cannot convert into an error
-	// that it then drops: a string or a list costs its printed size on
-	// every call, whatever the result (FuzzFuncAlloc: biggest of a 6 KB
-	// string in a loop).
+// wrapNumber wraps the functions that return numbers from any value (add,
+// max, int64, floor...): sprig converts with cast, which formats a value
+// it cannot convert into an error that it then drops: a string or a list
+// costs its printed size on every call, whatever the result (FuzzFuncAlloc:
+// biggest of a 6 KB string in a loop). nil for other types.
+func wrapNumber(h *holder, name string, fn any) any {
+	switch f := fn.(type) {
 	case func(any) int:
 		return func(a any) (int, error) { return casted(h, name, func() int { return f(a) }, a) }
 	case func(any) int64:
@@ -194,71 +260,44 @@ func wrapGeneric(h *holder, name string, fn any) any {
 		return func(a any, v ...any) (float64, error) {
 			return casted(h, name, func() float64 { return f(a, v...) }, append([]any{a}, v...)...)
 		}
-	case func(any) any:
-		return checked1(h, f)
-	case func(...any) any:
-		return checkedV(h, f)
-	case func(any, ...any) any:
-		return checked1V(h, f)
-	case func(any, any, bool) any:
-		return func(a, b any, c bool) (any, error) {
-			if err := check(); err != nil {
-				return nil, err
-			}
-			return f(a, b, c), nil
-		}
-	case func(map[string]any, string) any:
-		return checked2(h, f)
-	case func(any) (any, error):
-		return func(v any) (any, error) {
-			if err := check(); err != nil {
-				return nil, err
-			}
-			return f(v)
-		}
-	case func(string, any) (any, error):
-		return func(a string, v any) (any, error) {
-			if err := check(); err != nil {
-				return nil, err
-			}
-			return f(a, v)
-		}
 	}
-	return reflectGuard(h, name, fn)
+	return nil
 }
 
-// casted runs f, a conversion of args to a number, after the stop check
-// and a charge of what converting args may format: nothing for numbers,
-// booleans and nil, the printed size of anything else.
+// casted runs f, a conversion of args to a number, bounded by what
+// converting args may format: nothing for numbers, booleans and nil, the
+// printed size of anything else.
 func casted[R any](h *holder, name string, f func() R, args ...any) (R, error) {
 	var zero R
-	if err := h.st.meter.check(); err != nil {
+	m := h.meter()
+	if err := m.Check(); err != nil {
 		return zero, err
 	}
+	var est int64
 	for _, a := range args {
-		var n int64
 		switch x := a.(type) {
 		case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 			continue
 		case string:
-			n = int64(len(x))
+			est = budget.AddSat(est, int64(len(x)))
 		default:
-			s, err := h.st.measure(name, a, 0)
+			s, err := m.Measure(name, a, 0)
 			if err != nil {
 				return zero, err
 			}
-			n = s.bytes
-		}
-		if err := h.st.meter.charge(n, func() string { return name + " of a value that is not a number" }); err != nil {
-			return zero, err
+			est = budget.AddSat(est, s.Bytes)
 		}
 	}
-	return f(), nil
+	if est == 0 {
+		return f(), nil // numbers: cast formats nothing
+	}
+	return budget.Bounded(m, est, func() string { return name + " of a value that is not a number" },
+		func() (R, error) { return f(), nil }, nil)
 }
 
 func checked1[A, R any](h *holder, f func(A) R) func(A) (R, error) {
 	return func(a A) (R, error) {
-		if err := h.st.meter.check(); err != nil {
+		if err := h.meter().Check(); err != nil {
 			var zero R
 			return zero, err
 		}
@@ -268,7 +307,7 @@ func checked1[A, R any](h *holder, f func(A) R) func(A) (R, error) {
 
 func checked2[A, B, R any](h *holder, f func(A, B) R) func(A, B) (R, error) {
 	return func(a A, b B) (R, error) {
-		if err := h.st.meter.check(); err != nil {
+		if err := h.meter().Check(); err != nil {
 			var zero R
 			return zero, err
 		}
@@ -278,7 +317,7 @@ func checked2[A, B, R any](h *holder, f func(A, B) R) func(A, B) (R, error) {
 
 func checkedV[R any](h *holder, f func(...any) R) func(...any) (R, error) {
 	return func(v ...any) (R, error) {
-		if err := h.st.meter.check(); err != nil {
+		if err := h.meter().Check(); err != nil {
 			var zero R
 			return zero, err
 		}
@@ -288,7 +327,7 @@ func checkedV[R any](h *holder, f func(...any) R) func(...any) (R, error) {
 
 func checked1V[A, R any](h *holder, f func(A, ...any) R) func(A, ...any) (R, error) {
 	return func(a A, v ...any) (R, error) {
-		if err := h.st.meter.check(); err != nil {
+		if err := h.meter().Check(); err != nil {
 			var zero R
 			return zero, err
 		}
@@ -296,11 +335,15 @@ func checked1V[A, R any](h *holder, f func(A, ...any) R) func(A, ...any) (R, err
 	}
 }
 
-var errorType = reflect.TypeFor[error]()
+var (
+	errorType = reflect.TypeFor[error]()
+	timeType  = reflect.TypeFor[time.Time]()
+)
 
 // reflectGuard is wrapGeneric for the other signatures: the same function
 // with an error result added, if it had none, for the stop check and the
-// charge.
+// charge. What it allocates is not known before the call: its estimate is
+// nothing, and its result is charged.
 func reflectGuard(h *holder, name string, fn any) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
@@ -316,18 +359,7 @@ func reflectGuard(h *holder, name string, fn any) any {
 	if !hasErr {
 		out = append(out, errorType)
 	}
-	return reflect.MakeFunc(reflect.FuncOf(in, out, t.IsVariadic()), func(args []reflect.Value) []reflect.Value {
-		fail := func(err error) []reflect.Value {
-			res := make([]reflect.Value, len(out))
-			for i := range len(out) - 1 {
-				res[i] = reflect.Zero(out[i])
-			}
-			res[len(out)-1] = reflect.ValueOf(&err).Elem()
-			return res
-		}
-		if err := h.st.meter.check(); err != nil {
-			return fail(err)
-		}
+	call := func(args []reflect.Value) ([]reflect.Value, error) {
 		var res []reflect.Value
 		if t.IsVariadic() {
 			res = v.CallSlice(args)
@@ -335,10 +367,22 @@ func reflectGuard(h *holder, name string, fn any) any {
 			res = v.Call(args)
 		}
 		if hasErr && !res[1].IsNil() {
-			return res
+			return nil, res[1].Interface().(error)
 		}
-		if err := h.st.chargeResult(name, res[0]); err != nil {
-			return fail(err)
+		return res, nil
+	}
+	return reflect.MakeFunc(reflect.FuncOf(in, out, t.IsVariadic()), func(args []reflect.Value) []reflect.Value {
+		m := h.meter()
+		res, err := budget.Bounded(m, 0, func() string { return name },
+			func() ([]reflect.Value, error) { return call(args) },
+			func(res []reflect.Value) int64 { return resultCost(m, res[0]) })
+		if err != nil {
+			res = make([]reflect.Value, len(out))
+			for i := range len(out) - 1 {
+				res[i] = reflect.Zero(out[i])
+			}
+			res[len(out)-1] = reflect.ValueOf(&err).Elem()
+			return res
 		}
 		if !hasErr {
 			res = append(res, reflect.Zero(errorType))
@@ -347,25 +391,24 @@ func reflectGuard(h *holder, name string, fn any) any {
 	}).Interface()
 }
 
-// chargeResult charges what a function returned, by its kind.
-func (st *renderState) chargeResult(name string, rv reflect.Value) error {
-	what := func() string { return name }
+// resultCost is what a function's result takes, by its kind.
+func resultCost(m *budget.Meter, rv reflect.Value) int64 {
 	switch rv.Kind() {
 	case reflect.String:
-		return st.meter.charge(int64(rv.Len()), what)
+		return int64(rv.Len())
 	case reflect.Slice:
-		return st.meter.charge(elemCost*int64(rv.Len()), what)
+		return budget.ElemCost * int64(rv.Len())
 	case reflect.Map:
-		return st.meter.charge(entryCost*int64(rv.Len()), what)
+		return budget.EntryCost * int64(rv.Len())
 	case reflect.Struct, reflect.Pointer:
 		if rv.Type() == timeType {
-			return nil
+			return 0
 		}
 		// A certificate and its key, a semver version.
-		size, _ := expandedSize(rv.Interface(), st.meter.remaining()+1)
-		return st.meter.charge(size, what)
+		size, _ := budget.Size(rv.Interface(), m.Remaining()+1)
+		return size
 	}
-	return nil
+	return 0
 }
 
 // markCalls records that the render's current file called name.
@@ -384,16 +427,16 @@ func markCalls(h *holder, name string, fn any) any {
 func tickFuncs(h *holder) template.FuncMap {
 	return template.FuncMap{
 		tickFunc: func(weight int) (string, error) {
-			return "", h.st.meter.charge(iterCost+cmdCost*int64(max(weight, 0)), func() string {
+			return "", h.meter().Charge(iterCost+cmdCost*int64(max(weight, 0)), func() string {
 				return fmt.Sprintf("range iterations (%d bytes each for %d commands)", iterCost+cmdCost*max(weight, 0), weight)
 			})
 		},
 		emitFunc: func(v any) (any, error) {
 			switch v.(type) {
 			case nil, string, bool, int, int64, float64, time.Duration:
-				return v, h.st.meter.check()
+				return v, h.meter().Check()
 			}
-			return v, h.st.walk("print", v)
+			return v, h.meter().Walk("print", v)
 		},
 	}
 }

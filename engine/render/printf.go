@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/template"
 	"unicode/utf8"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // fmt builds the whole result of a Sprintf in one buffer before returning
@@ -16,18 +18,18 @@ import (
 // printfFunc is text/template's printf held to the budget.
 func printfFunc(h *holder) func(string, ...any) (string, error) {
 	return func(format string, args ...any) (string, error) {
-		st := h.st
-		if err := st.meter.check(); err != nil {
+		m := h.meter()
+		if err := m.Check(); err != nil {
 			return "", err
 		}
-		c, err := st.formatCost(format, args)
+		c, err := formatCost(m, format, args)
 		if err != nil {
 			return "", err
 		}
 		what := func() string {
 			return fmt.Sprintf("printf widths and precisions of %d over %d verbs, up to %d bytes", c.pads, c.verbs, c.bytes)
 		}
-		return bounded(&st.meter, c.bytes, what, func() (string, error) { return fmt.Sprintf(format, args...), nil }, strCost)
+		return budget.Bounded(m, c.bytes, what, func() (string, error) { return fmt.Sprintf(format, args...), nil }, strCost)
 	}
 }
 
@@ -39,115 +41,145 @@ func printfFunc(h *holder) func(string, ...any) (string, error) {
 // bytes of %!verb(...) when it goes wrong. A verb after an explicit index
 // ([n]) may print any argument, so it is charged for the largest, and a *
 // width read after one for the largest number.
-func (st *renderState) formatCost(format string, args []any) (formatSize, error) {
-	shapes := make([]shape, len(args))
-	var largest shape
-	var widest, cost, pads, verbs int64
+func formatCost(m *budget.Meter, format string, args []any) (formatSize, error) {
+	f := &formatScan{format: format, args: args, shapes: make([]budget.Shape, len(args))}
 	for i, a := range args {
-		s, err := st.measure("printf", a, 0)
+		s, err := m.Measure("printf", a, 0)
 		if err != nil {
 			return formatSize{}, err
 		}
-		shapes[i] = s
-		largest.bytes, largest.leaves, largest.strs = max(largest.bytes, s.bytes), max(largest.leaves, s.leaves), max(largest.strs, s.strs)
-		largest.nodes, largest.elems, largest.entries = max(largest.nodes, s.nodes), max(largest.elems, s.elems), max(largest.entries, s.entries)
-		widest = max(widest, starWidth(a))
-	}
-	argNum, reordered := 0, false
-	// star reads a * width or precision from the next argument.
-	star := func() int64 {
-		n := widest
-		if !reordered && argNum < len(args) {
-			n = starWidth(args[argNum])
-		}
-		argNum++
-		cost += int64(len("%!(BADWIDTH)"))
-		return n
-	}
-	// index reads an explicit argument index, [n], as fmt does: whether it
-	// was one decides whether another may follow before the verb.
-	index := func(i int) (int, bool) {
-		if i >= len(format) || format[i] != '[' {
-			return i, false
-		}
-		reordered = true
-		end := strings.IndexByte(format[i:], ']')
-		if end < 0 {
-			return i + 1, false
-		}
-		n := format[i+1 : i+end]
-		return i + end + 1, n != "" && strings.Trim(n, "0123456789") == ""
+		f.shapes[i] = s
+		l := &f.largest
+		l.Bytes, l.Leaves, l.Strs = max(l.Bytes, s.Bytes), max(l.Leaves, s.Leaves), max(l.Strs, s.Strs)
+		l.Nodes, l.Elems, l.Entries = max(l.Nodes, s.Nodes), max(l.Elems, s.Elems), max(l.Entries, s.Entries)
+		f.widest = max(f.widest, starWidth(a))
 	}
 	for i := 0; i < len(format); {
 		lit := strings.IndexByte(format[i:], '%')
 		if lit < 0 {
-			cost += int64(len(format) - i)
+			f.size.bytes += int64(len(format) - i)
 			break
 		}
-		cost += int64(lit)
-		i += lit + 1
-		sharp := false
-		for i < len(format) && strings.IndexByte("#0+- ", format[i]) >= 0 {
-			sharp = sharp || format[i] == '#'
-			i++
-		}
-		var pad, n int64
-		var after, over bool
-		i, after = index(i)
-		if i < len(format) && format[i] == '*' {
-			pad, i, after = addSat(pad, star()), i+1, false
-		} else {
-			n, i, over = digits(format, i)
-			pad = addSat(pad, n)
-		}
-		if !over && i+1 < len(format) && format[i] == '.' { // as fmt: a final '.' is the verb
-			i, after = index(i + 1)
-			if i < len(format) && format[i] == '*' {
-				pad, i, after = addSat(pad, star()), i+1, false
-			} else {
-				n, i, over = digits(format, i)
-				pad = addSat(pad, n)
-			}
-		}
-		if !after && !over {
-			i, _ = index(i)
-		}
-		if i >= len(format) || over {
-			// fmt gives up on a width past 1e6 and on a format that ends
-			// here: %!(NOVERB). The width is charged all the same, on the
-			// safe side.
-			cost = addSat(cost, pad+32)
-			pads = addSat(pads, pad)
+		f.size.bytes += int64(lit)
+		var done bool
+		if i, done = f.directive(i + lit + 1); done {
 			break
 		}
-		verb, size := utf8.DecodeRuneInString(format[i:])
-		i += size
-		if verb == '%' {
-			cost++
-			continue
-		}
-		arg := largest
-		if !reordered && argNum < len(args) {
-			arg = shapes[argNum]
-		}
-		argNum++
-		verbs++
-		pads = addSat(pads, pad)
-		cost = addSat(cost, verbCost(verb, sharp, pad, arg))
 	}
-	if !reordered {
+	if !f.reordered {
 		// %!(EXTRA type=value, ...) prints the arguments no verb took.
-		for _, s := range shapes[min(argNum, len(shapes)):] {
-			cost = addSat(cost, verbCost('v', false, 0, s)+64)
+		for _, s := range f.shapes[min(f.argNum, len(f.shapes)):] {
+			f.size.bytes = budget.AddSat(f.size.bytes, verbCost('v', false, 0, s)+64)
 		}
 	}
-	return formatSize{bytes: cost, verbs: verbs, pads: pads}, nil
+	return f.size, nil
+}
+
+// formatScan reads a format as fmt does, counting what it prints.
+type formatScan struct {
+	format  string
+	args    []any
+	shapes  []budget.Shape // of each argument
+	largest budget.Shape   // the largest of every count, for a verb after an index
+	widest  int64          // the largest * width, for a * after an index
+
+	argNum    int  // the next argument
+	reordered bool // an explicit index was read: any argument may be next
+	size      formatSize
+}
+
+// directive reads the directive that follows a '%' at i, and counts it.
+// done is when fmt stops reading the format there.
+func (f *formatScan) directive(i int) (next int, done bool) {
+	sharp := false
+	for i < len(f.format) && strings.IndexByte("#0+- ", f.format[i]) >= 0 {
+		sharp = sharp || f.format[i] == '#'
+		i++
+	}
+	pad, i, over := f.widths(i)
+	if i >= len(f.format) || over {
+		// fmt gives up on a width past 1e6 and on a format that ends
+		// here: %!(NOVERB). The width is charged all the same, on the
+		// safe side.
+		f.size.bytes = budget.AddSat(f.size.bytes, pad+32)
+		f.size.pads = budget.AddSat(f.size.pads, pad)
+		return i, true
+	}
+	verb, size := utf8.DecodeRuneInString(f.format[i:])
+	i += size
+	if verb == '%' {
+		f.size.bytes++
+		return i, false
+	}
+	arg := f.largest
+	if !f.reordered && f.argNum < len(f.args) {
+		arg = f.shapes[f.argNum]
+	}
+	f.argNum++
+	f.size.verbs++
+	f.size.pads = budget.AddSat(f.size.pads, pad)
+	f.size.bytes = budget.AddSat(f.size.bytes, verbCost(verb, sharp, pad, arg))
+	return i, false
+}
+
+// widths reads the width and precision of a directive at i, with the
+// explicit indexes around them, and returns their sum: what every leaf
+// of the argument may be padded to. over is when fmt gives up on one.
+func (f *formatScan) widths(i int) (pad int64, next int, over bool) {
+	var n int64
+	var after bool
+	i, after = f.index(i)
+	if i < len(f.format) && f.format[i] == '*' {
+		pad, i, after = budget.AddSat(pad, f.star()), i+1, false
+	} else {
+		n, i, over = digits(f.format, i)
+		pad = budget.AddSat(pad, n)
+	}
+	if !over && i+1 < len(f.format) && f.format[i] == '.' { // as fmt: a final '.' is the verb
+		i, after = f.index(i + 1)
+		if i < len(f.format) && f.format[i] == '*' {
+			pad, i, after = budget.AddSat(pad, f.star()), i+1, false
+		} else {
+			n, i, over = digits(f.format, i)
+			pad = budget.AddSat(pad, n)
+		}
+	}
+	if !after && !over {
+		i, _ = f.index(i)
+	}
+	return pad, i, over
+}
+
+// star reads a * width or precision from the next argument.
+func (f *formatScan) star() int64 {
+	n := f.widest
+	if !f.reordered && f.argNum < len(f.args) {
+		n = starWidth(f.args[f.argNum])
+	}
+	f.argNum++
+	f.size.bytes += int64(len("%!(BADWIDTH)"))
+	return n
+}
+
+// index reads an explicit argument index, [n], as fmt does: whether it
+// was one decides whether another may follow before the verb.
+func (f *formatScan) index(i int) (int, bool) {
+	if i >= len(f.format) || f.format[i] != '[' {
+		return i, false
+	}
+	f.reordered = true
+	end := strings.IndexByte(f.format[i:], ']')
+	if end < 0 {
+		return i + 1, false
+	}
+	n := f.format[i+1 : i+end]
+	return i + end + 1, n != "" && strings.Trim(n, "0123456789") == ""
 }
 
 type formatSize struct{ bytes, verbs, pads int64 }
 
 // verbCost bounds what one verb prints of an argument of shape s.
-func verbCost(verb rune, sharp bool, pad int64, s shape) int64 {
+func verbCost(verb rune, sharp bool, pad int64, s budget.Shape) int64 {
 	perStr, perLeaf, perNode := int64(1), int64(24), int64(8)
 	switch verb {
 	case 'x', 'X':
@@ -163,11 +195,11 @@ func verbCost(verb rune, sharp bool, pad int64, s shape) int64 {
 	case 'b':
 		perLeaf = 70 // 64 binary digits of an int, sign and prefix
 	}
-	cost := mulSat(pad, max(s.leaves, 1)) + 32
-	cost = addSat(cost, mulSat(s.strs, perStr))
-	cost = addSat(cost, mulSat(s.leaves, perLeaf))
-	cost = addSat(cost, mulSat(s.nodes, perNode))
-	return addSat(cost, s.bytes)
+	cost := budget.MulSat(pad, max(s.Leaves, 1)) + 32
+	cost = budget.AddSat(cost, budget.MulSat(s.Strs, perStr))
+	cost = budget.AddSat(cost, budget.MulSat(s.Leaves, perLeaf))
+	cost = budget.AddSat(cost, budget.MulSat(s.Nodes, perNode))
+	return budget.AddSat(cost, s.Bytes)
 }
 
 // starWidth is the width fmt reads from a * argument: its magnitude when it
@@ -188,7 +220,7 @@ func starWidth(a any) int64 {
 func digits(s string, i int) (n int64, next int, over bool) {
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		over = over || n > 1e6
-		n = addSat(mulSat(n, 10), int64(s[i]-'0'))
+		n = budget.AddSat(budget.MulSat(n, 10), int64(s[i]-'0'))
 		i++
 	}
 	return n, i, over
@@ -199,21 +231,21 @@ func digits(s string, i int) (n int64, next int, over bool) {
 // grow bytes (html: &#34;, js: \u003C, urlquery: %22).
 func printer(h *holder, name string, grow int64, f func(...any) string) func(...any) (string, error) {
 	return func(args ...any) (string, error) {
-		st := h.st
-		if err := st.meter.check(); err != nil {
+		m := h.meter()
+		if err := m.Check(); err != nil {
 			return "", err
 		}
 		var size int64
 		for _, a := range args {
-			s, err := st.measure(name, a, 0)
+			s, err := m.Measure(name, a, 0)
 			if err != nil {
 				return "", err
 			}
 			// A number prints in up to 24 bytes, not the 8 it is counted.
-			size = addSat(size, s.bytes+16*s.leaves)
+			size = budget.AddSat(size, s.Bytes+16*s.Leaves)
 		}
 		what := func() string { return fmt.Sprintf("%s of %d bytes", name, size) }
-		return bounded(&st.meter, mulSat(size, grow), what, func() (string, error) { return f(args...), nil }, strCost)
+		return budget.Bounded(m, budget.MulSat(size, grow), what, func() (string, error) { return f(args...), nil }, strCost)
 	}
 }
 
@@ -229,5 +261,3 @@ func printFuncs(h *holder) template.FuncMap {
 		"urlquery": printer(h, "urlquery", 3, template.URLQueryEscaper),
 	}
 }
-
-func strCost(s string) int64 { return int64(len(s)) }

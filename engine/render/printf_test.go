@@ -40,7 +40,7 @@ func TestPrintfMatchesFmt(t *testing.T) {
 		if want := fmt.Sprintf(tc.format, tc.args...); err != nil || got != want {
 			t.Errorf("printf %q %v = %q, %v; want %q", tc.format, tc.args, got, err, want)
 		}
-		c, err := h.st.formatCost(tc.format, tc.args)
+		c, err := formatCost(&h.st.meter, tc.format, tc.args)
 		if err != nil || c.bytes < int64(len(got)) {
 			t.Errorf("printf %q: cost %d, %v for %d bytes printed", tc.format, c.bytes, err, len(got))
 		}
@@ -56,7 +56,7 @@ func FuzzFormatCost(f *testing.F) {
 	f.Fuzz(func(t *testing.T, format string, n int64, s string) {
 		args := []any{n, s, []any{n, s, map[string]any{"k": []any{1.5e300, true, nil}}}, -n, 1e308}
 		h := &holder{st: newRenderState(Input{}, Budget{}.WithDefaults())}
-		c, err := h.st.formatCost(format, args)
+		c, err := formatCost(&h.st.meter, format, args)
 		if err != nil || c.bytes > 4<<20 {
 			return // refused: fmt never runs
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // Go's regular expressions run in time linear in the input, but the factor
@@ -36,124 +38,136 @@ const (
 )
 
 func regexFuncs(h *holder) template.FuncMap {
-	m := func() *meter { return &h.st.meter }
-	// compile returns the expression compiled, or for sprig's functions
-	// that are not must*, the panic of regexp.MustCompile as an error.
-	compile := func(name, expr, s string, must bool) (*regexp.Regexp, error) {
-		re, err := h.st.regex(name, expr, s)
-		if err != nil && !must {
-			if _, budget := err.(*BudgetError); !budget {
-				return nil, fmt.Errorf("regexp: Compile(%s): %v", quoteExpr(expr), err)
-			}
-		}
-		return re, err
-	}
-	match := func(must bool) func(string, string) (bool, error) {
-		return func(expr, s string) (bool, error) {
-			re, err := h.st.regex("regexMatch", expr, s)
-			if err != nil {
-				if _, budget := err.(*BudgetError); budget || must {
-					return false, err
-				}
-				return false, nil // sprig's regexMatch ignores a bad expression
-			}
-			return re.MatchString(s), nil
-		}
-	}
-	find := func(must bool) func(string, string) (string, error) {
-		return func(expr, s string) (string, error) {
-			re, err := compile("regexFind", expr, s, must)
-			if err != nil {
-				return "", err
-			}
-			return bounded(m(), int64(len(s)), func() string { return "regexFind" }, func() (string, error) { return re.FindString(s), nil }, strCost)
-		}
-	}
-	findAll := func(must bool) func(string, string, int) ([]string, error) {
-		return func(expr, s string, n int) ([]string, error) {
-			re, err := compile("regexFindAll", expr, s, must)
-			if err != nil {
-				return nil, err
-			}
-			idx, err := h.st.matches("regexFindAll", re, s, n, findAllCost)
-			if err != nil || idx == nil {
-				return nil, err
-			}
-			out := make([]string, len(idx))
-			for i, m := range idx {
-				out[i] = s[m[0]:m[1]]
-			}
-			return out, nil
-		}
-	}
-	split := func(must bool) func(string, string, int) ([]string, error) {
-		return func(expr, s string, n int) ([]string, error) {
-			re, err := compile("regexSplit", expr, s, must)
-			if err != nil {
-				return nil, err
-			}
-			// regexp.Split, from matches counted and charged first.
-			if n == 0 {
-				return nil, nil
-			}
-			if len(expr) > 0 && len(s) == 0 {
-				return []string{""}, nil
-			}
-			idx, err := h.st.matches("regexSplit", re, s, n, splitAllCost)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]string, 0, len(idx))
-			beg, end := 0, 0
-			for _, m := range idx {
-				if n > 0 && len(out) == n-1 {
-					break
-				}
-				end = m[0]
-				if m[1] != 0 {
-					out = append(out, s[beg:end])
-				}
-				beg = m[1]
-			}
-			if end != len(s) {
-				out = append(out, s[beg:])
-			}
-			return out, nil
-		}
-	}
-	replace := func(name string, literal, must bool) func(string, string, string) (string, error) {
-		return func(expr, s, repl string) (string, error) {
-			re, err := compile(name, expr, s, must)
-			if err != nil {
-				return "", err
-			}
-			return bounded(m(), regexBound(s, repl), func() string { return fmt.Sprintf("%s in %d bytes", name, len(s)) }, func() (string, error) {
-				if literal {
-					return re.ReplaceAllLiteralString(s, repl), nil
-				}
-				return re.ReplaceAllString(s, repl), nil
-			}, strCost)
-		}
-	}
 	return template.FuncMap{
-		"regexMatch":                 match(false),
-		"mustRegexMatch":             match(true),
-		"regexFind":                  find(false),
-		"mustRegexFind":              find(true),
-		"regexFindAll":               findAll(false),
-		"mustRegexFindAll":           findAll(true),
-		"regexSplit":                 split(false),
-		"mustRegexSplit":             split(true),
-		"regexReplaceAll":            replace("regexReplaceAll", false, false),
-		"regexReplaceAllLiteral":     replace("regexReplaceAllLiteral", true, false),
-		"mustRegexReplaceAll":        replace("mustRegexReplaceAll", false, true),
-		"mustRegexReplaceAllLiteral": replace("mustRegexReplaceAllLiteral", true, true),
+		"regexMatch":                 regexMatch(h, false),
+		"mustRegexMatch":             regexMatch(h, true),
+		"regexFind":                  regexFind(h, false),
+		"mustRegexFind":              regexFind(h, true),
+		"regexFindAll":               regexFindAll(h, false),
+		"mustRegexFindAll":           regexFindAll(h, true),
+		"regexSplit":                 regexSplit(h, false),
+		"mustRegexSplit":             regexSplit(h, true),
+		"regexReplaceAll":            regexReplace(h, "regexReplaceAll", false, false),
+		"regexReplaceAllLiteral":     regexReplace(h, "regexReplaceAllLiteral", true, false),
+		"mustRegexReplaceAll":        regexReplace(h, "mustRegexReplaceAll", false, true),
+		"mustRegexReplaceAllLiteral": regexReplace(h, "mustRegexReplaceAllLiteral", true, true),
 	}
 }
 
-// regex compiles expr for a call over s, charged and bounded first.
-func (st *renderState) regex(name, expr, s string) (*regexp.Regexp, error) {
-	if err := st.meter.check(); err != nil {
+// isBudget reports whether err is a budget's, which every regex function
+// returns as it is, must* or not.
+func isBudget(err error) bool {
+	_, ok := err.(*BudgetError)
+	return ok
+}
+
+// compileFor returns expr compiled for a call over s, or for sprig's
+// functions that are not must*, the panic of regexp.MustCompile as an
+// error.
+func compileFor(m *budget.Meter, name, expr, s string, must bool) (*regexp.Regexp, error) {
+	re, err := regex(m, name, expr, s)
+	if err != nil && !must && !isBudget(err) {
+		return nil, fmt.Errorf("regexp: Compile(%s): %v", quoteExpr(expr), err)
+	}
+	return re, err
+}
+
+func regexMatch(h *holder, must bool) func(string, string) (bool, error) {
+	return func(expr, s string) (bool, error) {
+		re, err := regex(h.meter(), "regexMatch", expr, s)
+		if err != nil {
+			if isBudget(err) || must {
+				return false, err
+			}
+			return false, nil // sprig's regexMatch ignores a bad expression
+		}
+		return re.MatchString(s), nil
+	}
+}
+
+func regexFind(h *holder, must bool) func(string, string) (string, error) {
+	return func(expr, s string) (string, error) {
+		re, err := compileFor(h.meter(), "regexFind", expr, s, must)
+		if err != nil {
+			return "", err
+		}
+		return budget.Bounded(h.meter(), int64(len(s)), func() string { return "regexFind" }, func() (string, error) { return re.FindString(s), nil }, strCost)
+	}
+}
+
+func regexFindAll(h *holder, must bool) func(string, string, int) ([]string, error) {
+	return func(expr, s string, n int) ([]string, error) {
+		re, err := compileFor(h.meter(), "regexFindAll", expr, s, must)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := matches(h.meter(), "regexFindAll", re, s, n, findAllCost)
+		if err != nil || idx == nil {
+			return nil, err
+		}
+		out := make([]string, len(idx))
+		for i, m := range idx {
+			out[i] = s[m[0]:m[1]]
+		}
+		return out, nil
+	}
+}
+
+func regexSplit(h *holder, must bool) func(string, string, int) ([]string, error) {
+	return func(expr, s string, n int) ([]string, error) {
+		re, err := compileFor(h.meter(), "regexSplit", expr, s, must)
+		if err != nil {
+			return nil, err
+		}
+		// regexp.Split, from matches counted and charged first.
+		if n == 0 {
+			return nil, nil
+		}
+		if len(expr) > 0 && len(s) == 0 {
+			return []string{""}, nil
+		}
+		idx, err := matches(h.meter(), "regexSplit", re, s, n, splitAllCost)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(idx))
+		beg, end := 0, 0
+		for _, m := range idx {
+			if n > 0 && len(out) == n-1 {
+				break
+			}
+			end = m[0]
+			if m[1] != 0 {
+				out = append(out, s[beg:end])
+			}
+			beg = m[1]
+		}
+		if end != len(s) {
+			out = append(out, s[beg:])
+		}
+		return out, nil
+	}
+}
+
+func regexReplace(h *holder, name string, literal, must bool) func(string, string, string) (string, error) {
+	return func(expr, s, repl string) (string, error) {
+		re, err := compileFor(h.meter(), name, expr, s, must)
+		if err != nil {
+			return "", err
+		}
+		return budget.Bounded(h.meter(), regexBound(s, repl), func() string { return fmt.Sprintf("%s in %d bytes", name, len(s)) }, func() (string, error) {
+			if literal {
+				return re.ReplaceAllLiteralString(s, repl), nil
+			}
+			return re.ReplaceAllString(s, repl), nil
+		}, strCost)
+	}
+}
+
+// regex compiles expr for a call over s, refused past maxRegexWork and
+// bounded by what compiling allocates.
+func regex(m *budget.Meter, name, expr, s string) (*regexp.Regexp, error) {
+	if err := m.Check(); err != nil {
 		return nil, err
 	}
 	parsed, err := syntax.Parse(expr, syntax.Perl)
@@ -161,18 +175,15 @@ func (st *renderState) regex(name, expr, s string) (*regexp.Regexp, error) {
 		return nil, err // what regexp.Compile says
 	}
 	insts := progSize(parsed)
-	steps := mulSat(insts+matchSteps, int64(len(s))+1)
-	if err := tooMuchWork(steps, maxRegexWork, func() string {
+	steps := budget.MulSat(insts+matchSteps, int64(len(s))+1)
+	if err := budget.TooMuchWork(steps, maxRegexWork, func() string {
 		return fmt.Sprintf("%s: a program of about %d instructions over %d bytes", name, insts, len(s))
 	}); err != nil {
 		return nil, err
 	}
-	if err := st.meter.charge(addSat(mulSat(insts, instCost), compileCost), func() string {
+	return budget.Bounded(m, budget.AddSat(budget.MulSat(insts, instCost), compileCost), func() string {
 		return fmt.Sprintf("%s: compiling a program of about %d instructions", name, insts)
-	}); err != nil {
-		return nil, err
-	}
-	return regexp.Compile(expr)
+	}, func() (*regexp.Regexp, error) { return regexp.Compile(expr) }, nil)
 }
 
 // progSize estimates the instructions expr compiles to: repetitions are
@@ -180,7 +191,7 @@ func (st *renderState) regex(name, expr, s string) (*regexp.Regexp, error) {
 func progSize(re *syntax.Regexp) int64 {
 	n := int64(1)
 	for _, sub := range re.Sub {
-		n = addSat(n, progSize(sub))
+		n = budget.AddSat(n, progSize(sub))
 	}
 	switch re.Op {
 	case syntax.OpLiteral:
@@ -189,28 +200,34 @@ func progSize(re *syntax.Regexp) int64 {
 		n += int64(len(re.Rune)) / 8
 	case syntax.OpRepeat:
 		reps := int64(max(re.Min, re.Max, 1))
-		n = addSat(mulSat(n, reps), reps)
+		n = budget.AddSat(budget.MulSat(n, reps), reps)
 	case syntax.OpCapture, syntax.OpAlternate, syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
-		n = addSat(n, int64(len(re.Sub))+1)
+		n = budget.AddSat(n, int64(len(re.Sub))+1)
 	}
 	return n
 }
 
 // matches is FindAllStringIndex(s, n), refused before it allocates more
 // matches than the budget left can hold at per bytes each, and charged.
-func (st *renderState) matches(name string, re *regexp.Regexp, s string, n int, per int64) ([][]int, error) {
-	fit := st.meter.remaining() / per
+// What it allocates is not known before the search: the search itself is
+// bounded, asked for at most one match more than fits.
+func matches(m *budget.Meter, name string, re *regexp.Regexp, s string, n int, per int64) ([][]int, error) {
+	fit := m.Remaining() / per
 	want := n
 	if fit < int64(len(s))+1 && (n < 0 || int64(n) > fit) {
 		// Ask for one more than fits: if it comes back, the rest would not.
 		want = int(fit) + 1
 	}
-	idx := re.FindAllStringIndex(s, want)
-	if want != n && len(idx) == want {
-		return nil, &BudgetError{Budget: BudgetOutput, Limit: st.meter.budget.MaxOutputBytes,
-			Detail: fmt.Sprintf("%s of %d bytes: more than %d matches", name, len(s), fit)}
-	}
-	return idx, st.meter.charge(per*int64(len(idx)), func() string { return fmt.Sprintf("%s of %d matches", name, len(idx)) })
+	var found int
+	return budget.Bounded(m, 0, func() string { return fmt.Sprintf("%s of %d matches", name, found) },
+		func() ([][]int, error) {
+			idx := re.FindAllStringIndex(s, want)
+			if want != n && len(idx) == want {
+				return nil, m.Exceeded(fmt.Sprintf("%s of %d bytes: more than %d matches", name, len(s), fit))
+			}
+			found = len(idx)
+			return idx, nil
+		}, func(idx [][]int) int64 { return per * int64(len(idx)) })
 }
 
 // quoteExpr quotes an expression as regexp.MustCompile's panic does.
@@ -226,5 +243,5 @@ func quoteExpr(s string) string {
 // once over all matches, and there are at most len(s)+1 matches.
 func regexBound(s, repl string) int64 {
 	refs := int64(strings.Count(repl, "$"))
-	return mulSat(int64(len(s)), 1+refs) + mulSat(int64(len(s))+1, int64(len(repl)))
+	return budget.MulSat(int64(len(s)), 1+refs) + budget.MulSat(int64(len(s))+1, int64(len(repl)))
 }

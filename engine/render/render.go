@@ -5,11 +5,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // Input is what one render reads. The render deep-copies Object, Children
@@ -65,7 +66,7 @@ func (s *Set) Children(ctx context.Context, in Input) (*Result, error) {
 			if res.Manifests, err = appendManifests(res.Manifests, name, out); err != nil {
 				return nil, err
 			}
-			if limit := r.state.meter.budget.MaxManifests; len(res.Manifests) > limit {
+			if limit := r.budget.MaxManifests; len(res.Manifests) > limit {
 				be := &BudgetError{Budget: BudgetManifests, Limit: int64(limit)}
 				return nil, &Error{Template: name, Message: be.Error(), err: be}
 			}
@@ -100,11 +101,12 @@ func (s *Set) Runaway() int { return s.runaway.count() }
 
 // render is one call of Children or Status.
 type render struct {
-	set   *Set
-	inst  *instance
-	state *renderState
-	data  map[string]any
-	w     limitWriter // reused across the files of the render
+	set    *Set
+	inst   *instance
+	state  *renderState
+	budget Budget // with the defaults
+	data   map[string]any
+	w      budget.Writer // reused across the files of the render
 }
 
 type outcome struct {
@@ -112,88 +114,108 @@ type outcome struct {
 	err error
 }
 
-// run executes body on an instance of s, on a goroutine of its own, and
-// waits at most the budget's timeout plus a grace period. The deadline
-// and ctx stop the render cooperatively (every loop, include, tpl and
-// function call checks them); a render that does not notice in time,
-// because one function call runs long, is abandoned: the caller gets a
-// time budget error at once, and the goroutine stops at its next check,
-// which every call reaches within a bounded amount of work.
+// run executes body on an instance of s, with the dot of every template
+// built from in (templateData), on a goroutine of its own; see runWith.
 func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*render) (*Result, error)) (*Result, error) {
-	b := in.Budget.WithDefaults()
 	key := objectKey(in.Object)
-	if n := s.runaway.of(key); n >= maxRunaway {
-		be := &BudgetError{Budget: BudgetDegraded, Limit: int64(n)}
-		return nil, &Error{Message: be.Error(), err: be}
+	if err := s.degraded(key); err != nil {
+		return nil, err
 	}
 	data, err := templateData(in, withChildren)
 	if err != nil {
 		return nil, err
 	}
-	inst, err := s.get()
+	return s.runWith(ctx, key, in, data, body)
+}
+
+// degraded refuses a render of the object key while maxRunaway renders of
+// it still run abandoned, before anything is copied for it.
+func (s *Set) degraded(key string) error {
+	if n := s.runaway.of(key); n >= maxRunaway {
+		be := &BudgetError{Budget: BudgetDegraded, Limit: int64(n)}
+		return &Error{Message: be.Error(), err: be}
+	}
+	return nil
+}
+
+// Where a render run by runWith is: its goroutine and its caller race to
+// move it from running to finished or abandoned.
+const (
+	running = iota
+	finished
+	abandoned
+)
+
+// flight is a render running on a goroutine of its own.
+type flight struct {
+	state atomic.Int32 // running, finished or abandoned
+	done  chan outcome // the outcome, when it finished
+}
+
+// runWith executes body on an instance of s, over data, on a goroutine of
+// its own, and waits at most the budget's timeout plus a grace period.
+// The deadline and ctx stop the render cooperatively (every loop,
+// include, tpl and function call checks them); a render that does not
+// notice in time, because one function call runs long, is abandoned: the
+// caller gets a time budget error at once, and the goroutine stops at its
+// next check, which every call reaches within a bounded amount of work.
+// key names the object, whose abandoned renders are counted (runaway.go).
+func (s *Set) runWith(ctx context.Context, key string, in Input, data map[string]any, body func(*render) (*Result, error)) (*Result, error) {
+	b := in.Budget.WithDefaults()
+	st := newRenderState(in, b)
+	inst, err := s.checkout(st)
 	if err != nil {
 		return nil, err
 	}
-	st := newRenderState(in, b)
-	inst.h.st = st
-	r := &render{set: s, inst: inst, state: st, data: data}
-	r.w.m = &st.meter
-
-	deadline := time.AfterFunc(b.Timeout, func() { st.meter.stop.CompareAndSwap(0, stopTime) })
-	stopOnCancel := context.AfterFunc(ctx, func() { st.meter.stop.CompareAndSwap(0, stopCanceled) })
-	const (
-		running = iota
-		finished
-		abandoned
-	)
-	var state atomic.Int32
-	done := make(chan outcome, 1)
+	r := &render{set: s, inst: inst, state: st, budget: b, data: data}
+	deadline := time.AfterFunc(b.Timeout, st.meter.Expire)
+	stopOnCancel := context.AfterFunc(ctx, st.meter.Cancel)
+	f := &flight{done: make(chan outcome, 1)}
 	goRender(func() {
 		res, err := body(r)
 		if err == nil {
-			res.RequeueAfter = st.requeue
-			res.Nondeterministic = st.random
-			for f := range st.emptyLists {
-				res.EmptyLists = append(res.EmptyLists, f)
-			}
-			slices.Sort(res.EmptyLists)
+			st.report(res)
 		}
 		deadline.Stop()
 		stopOnCancel()
-		inst.h.st = nil
-		s.put(inst)
-		if state.CompareAndSwap(running, finished) {
-			done <- outcome{res, err}
+		s.checkin(inst)
+		if f.state.CompareAndSwap(running, finished) {
+			f.done <- outcome{res, err}
 			return
 		}
 		s.runaway.add(key, -1)
 	})
+	return s.await(ctx, key, b, st, f)
+}
 
+// await returns the outcome of f, or abandons it past its deadline and
+// grace period, or past a grace period once ctx is done.
+func (s *Set) await(ctx context.Context, key string, b Budget, st *renderState, f *flight) (*Result, error) {
 	hard := time.NewTimer(b.Timeout + b.grace())
 	defer hard.Stop()
 	select {
-	case o := <-done:
+	case o := <-f.done:
 		return o.res, o.err
 	case <-hard.C:
 	case <-ctx.Done():
 		g := time.NewTimer(b.grace())
 		defer g.Stop()
 		select {
-		case o := <-done:
+		case o := <-f.done:
 			return o.res, o.err
 		case <-g.C:
 		}
 	}
 	// Counted before the render can end and uncount itself.
 	n := s.runaway.add(key, 1)
-	if !state.CompareAndSwap(running, abandoned) {
+	if !f.state.CompareAndSwap(running, abandoned) {
 		s.runaway.add(key, -1)
-		o := <-done
+		o := <-f.done
 		return o.res, o.err
 	}
 	// The deadline or ctx has set it already; an abandoned render must
 	// stop at its next check whatever happened.
-	st.meter.stop.CompareAndSwap(0, stopTime)
+	st.meter.Expire()
 	be := &BudgetError{Budget: BudgetTime, Limit: int64(b.Timeout),
 		Detail: fmt.Sprintf("abandoned %s after its deadline, still running (%d of this object now)", b.grace(), n)}
 	if ctx.Err() != nil {
@@ -213,11 +235,11 @@ func (r *render) execute(file string) (out []byte, err error) {
 		}
 	}()
 	r.state.setFile(file)
-	r.w.buf, r.w.what = r.w.buf[:0], file
+	r.w.Reset(&r.state.meter, file)
 	if err := r.inst.tmpl.ExecuteTemplate(&r.w, file, r.data); err != nil {
 		return nil, r.set.execError(file, err)
 	}
-	out = r.w.buf
+	out = r.w.Bytes()
 	if bytes.Contains(out, []byte(noValue)) {
 		out = bytes.ReplaceAll(out, []byte(noValue), nil)
 	}

@@ -1,20 +1,31 @@
 package render
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"text/template"
 	"time"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
-// renderState is what the functions of one render share. Functions reach
-// it through the holder of the instance the render runs on; text/template
-// executes a template on the calling goroutine only, so no lock is needed,
-// except for file, which the caller reads when it abandons a render.
+// renderState is what the functions of one render share: its meter, its
+// Input's lookup and clock, and what the render reports besides its output
+// (requeueAfter, empty lists, nondeterministic calls). A render's
+// functions reach it through the holder of the instance the render checked
+// out (instance.go); text/template executes a template on the calling
+// goroutine only, so no lock is needed, except for file, which the caller
+// reads when it abandons a render.
+//
+// Each render has a state of its own, never reused: the deadline's timer,
+// the context's callback and a caller that abandons the render may still
+// reach it after the render ended, and must not stop the next one.
 type renderState struct {
-	meter   meter
+	meter   budget.Meter
 	lookup  Lookup
 	now     time.Time
 	requeue time.Duration // soonest positive requeueAfter so far; 0 if none
@@ -28,7 +39,8 @@ type renderState struct {
 }
 
 func newRenderState(in Input, b Budget) *renderState {
-	st := &renderState{lookup: in.Lookup, now: in.Now, meter: meter{budget: b}}
+	st := &renderState{lookup: in.Lookup, now: in.Now}
+	st.meter.Init(b.limits())
 	if st.now.IsZero() {
 		st.now = time.Now()
 	}
@@ -54,17 +66,14 @@ func (st *renderState) calledNondeterministic(name string) {
 	}
 }
 
-// holder points the functions bound to one instance at the render that
-// currently runs on it.
-type holder struct {
-	st *renderState
-	// root is the instance's template set, and runner a clone of it where
-	// tpl strings without defines of their own are parsed (tpl.go), with
-	// names, every function's, for the parser to check.
-	root, runner *template.Template
-	names        template.FuncMap
-	// zones are the time zones loaded for dateInZone (dates.go).
-	zones map[string]*time.Location
+// report adds to res what the render recorded besides its output.
+func (st *renderState) report(res *Result) {
+	res.RequeueAfter = st.requeue
+	res.Nondeterministic = st.random
+	for f := range st.emptyLists {
+		res.EmptyLists = append(res.EmptyLists, f)
+	}
+	slices.Sort(res.EmptyLists)
 }
 
 // statefulFuncs are the functions with per-render state, bound to h, except
@@ -78,13 +87,13 @@ func statefulFuncs(h *holder) template.FuncMap {
 			return h.st.lookupSelectFunc(apiVersion, kind, namespace, selector)
 		},
 		"requeueAfter": func(d any) (string, error) {
-			if err := h.st.meter.check(); err != nil {
+			if err := h.st.meter.Check(); err != nil {
 				return "", err
 			}
 			return h.st.requeueAfter(d)
 		},
 		"durationUntil": func(t any) (time.Duration, error) {
-			if err := h.st.meter.check(); err != nil {
+			if err := h.st.meter.Check(); err != nil {
 				return 0, err
 			}
 			return h.st.durationUntil(t)
@@ -93,7 +102,7 @@ func statefulFuncs(h *holder) template.FuncMap {
 		// and make outputs depend on when the render ran, not on Input.Now.
 		"now": func() (time.Time, error) {
 			h.st.calledNondeterministic("now")
-			return h.st.now, h.st.meter.check()
+			return h.st.now, h.st.meter.Check()
 		},
 	}
 }
@@ -180,4 +189,93 @@ func (st *renderState) durationUntil(t any) (time.Duration, error) {
 		return 0, funcErrorf("durationUntil: no time given")
 	}
 	return 0, funcErrorf("durationUntil: want a time or an RFC 3339 string, got %T", t)
+}
+
+// lookupFunc is Helm's lookup: with a name, the object or an empty map when
+// it does not exist (so `{{ if lookup ... }}` tests existence); without a
+// name, a List object of all of them.
+func (st *renderState) lookupFunc(apiVersion, kind, namespace, name string) (map[string]any, error) {
+	if err := st.meter.Check(); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return st.list("lookup", apiVersion, kind, namespace, "")
+	}
+	if st.lookup == nil {
+		return map[string]any{}, nil
+	}
+	obj, err := st.lookup.Get(apiVersion, kind, namespace, name)
+	if err != nil {
+		return nil, &funcError{msg: fmt.Sprintf("lookup %s %s %s: %v", apiVersion, kind, objectPath(namespace, name), err), cause: &LookupError{Err: err}}
+	}
+	if obj == nil {
+		return map[string]any{}, nil
+	}
+	return st.copyObject("lookup", obj, func() string {
+		return fmt.Sprintf("lookup %s %s %s", apiVersion, kind, objectPath(namespace, name))
+	})
+}
+
+// lookupSelectFunc is lookup of a list filtered by a label selector, which
+// Helm's lookup cannot express.
+func (st *renderState) lookupSelectFunc(apiVersion, kind, namespace, selector string) (map[string]any, error) {
+	if err := st.meter.Check(); err != nil {
+		return nil, err
+	}
+	return st.list("lookupSelect", apiVersion, kind, namespace, selector)
+}
+
+// list returns a List object, the shape Helm's lookup returns for lists, so
+// templates written for Helm range over .items unchanged.
+func (st *renderState) list(fn, apiVersion, kind, namespace, selector string) (map[string]any, error) {
+	// The List object around the items.
+	if err := st.meter.Charge(3*budget.EntryCost, func() string { return fn }); err != nil {
+		return nil, err
+	}
+	items := []any{}
+	if st.lookup != nil {
+		objs, err := st.lookup.List(apiVersion, kind, namespace, selector)
+		if err != nil {
+			return nil, &funcError{msg: fmt.Sprintf("%s %s %s%s: %v", fn, apiVersion, kind, listScope(namespace, selector), err), cause: &LookupError{Err: err}}
+		}
+		if err := st.meter.Charge(budget.ElemCost*int64(len(objs)), func() string { return fn + " of " + strconv.Itoa(len(objs)) + " objects" }); err != nil {
+			return nil, err
+		}
+		items = make([]any, 0, len(objs))
+		where := func() string { return fmt.Sprintf("%s %s %s%s", fn, apiVersion, kind, listScope(namespace, selector)) }
+		for _, obj := range objs {
+			c, err := st.copyObject(fn, obj, where)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, c)
+		}
+		if len(items) == 0 {
+			if st.emptyLists == nil {
+				st.emptyLists = map[string]bool{}
+			}
+			st.emptyLists[st.currentFile()] = true
+		}
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil
+}
+
+// copyObject copies a cached object, charged before the copy is made: a
+// template that looks up a large object in a loop copies it every time.
+// Objects come from the caller's informer cache, which templates must not
+// be able to mutate with set or merge. where names the lookup when the
+// object cannot be copied.
+func (st *renderState) copyObject(fn string, obj map[string]any, where func() string) (map[string]any, error) {
+	if err := st.meter.Check(); err != nil {
+		return nil, err
+	}
+	size, _ := budget.Size(obj, st.meter.Remaining())
+	return budget.Bounded(&st.meter, size, func() string { return fmt.Sprintf("%s: a copy of %d bytes or more", fn, size) },
+		func() (map[string]any, error) {
+			c, err := copyJSONMap(obj)
+			if err != nil {
+				return nil, funcErrorf("%s: %v", where(), err)
+			}
+			return c, nil
+		}, nil)
 }

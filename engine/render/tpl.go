@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/tmplop/operator/engine/render/internal/budget"
 )
 
 // tplName names the template a tpl string is parsed as. It is not a file
@@ -36,8 +38,8 @@ func bindTemplate(h *holder, t *template.Template, scalar map[string]bool) templ
 // can be piped (`include "labels" . | nindent 4`), which {{ template }} cannot.
 func (h *holder) includeFunc(t *template.Template) func(string, any) (string, error) {
 	return func(name string, data any) (string, error) {
-		st := h.st
-		if err := st.meter.check(); err != nil {
+		m := h.meter()
+		if err := m.Check(); err != nil {
 			return "", budgetFuncError(err)
 		}
 		// The trees of tpl strings are not helpers: one may be what another
@@ -45,15 +47,15 @@ func (h *holder) includeFunc(t *template.Template) func(string, any) (string, er
 		if strings.HasPrefix(name, tplName+"#") || t.Lookup(name) == nil {
 			return "", funcErrorf("include: no template named %q", name)
 		}
-		if err := st.meter.enter("include " + strconv.Quote(name)); err != nil {
+		if err := m.Enter("include " + strconv.Quote(name)); err != nil {
 			return "", budgetFuncError(err)
 		}
-		defer st.meter.leave()
-		w := &limitWriter{m: &st.meter, what: "include " + strconv.Quote(name)}
+		defer m.Leave()
+		w := budget.NewWriter(m, "include "+strconv.Quote(name))
 		if err := t.ExecuteTemplate(w, name, data); err != nil {
 			return "", passUp(err)
 		}
-		return string(w.buf), nil
+		return w.String(), nil
 	}
 }
 
@@ -70,49 +72,33 @@ func (h *holder) includeFunc(t *template.Template) func(string, any) (string, er
 // the tpl call it runs in, under a name of its nesting depth.
 func (h *holder) tplFunc(parent *template.Template, scalar map[string]bool) func(string, any) (string, error) {
 	return func(text string, data any) (string, error) {
-		st := h.st
-		if err := st.meter.enter("tpl"); err != nil {
+		m := h.meter()
+		if err := m.Enter("tpl"); err != nil {
 			return "", budgetFuncError(err)
 		}
-		defer st.meter.leave()
+		defer m.Leave()
 		// Parsing costs a multiple of what the text weighs.
-		if err := st.meter.charge(tplCostPerByte*int64(len(text)), func() string { return fmt.Sprintf("tpl of %d bytes", len(text)) }); err != nil {
-			return "", budgetFuncError(err)
-		}
-		trees, err := parse.Parse(tplName, text, "", "", h.names, builtinNames)
+		trees, err := budget.Bounded(m, tplCostPerByte*int64(len(text)), func() string { return fmt.Sprintf("tpl of %d bytes", len(text)) },
+			func() (map[string]*parse.Tree, error) {
+				trees, err := parse.Parse(tplName, text, "", "", h.names, builtinNames)
+				if err != nil {
+					return nil, tplParseError(err)
+				}
+				return trees, nil
+			}, nil)
 		if err != nil {
-			return "", tplParseError(err)
+			return "", passUp(err)
 		}
 		var t *template.Template
 		if len(trees) == 1 {
-			target := parent
-			if parent == h.root {
-				if target, err = h.tplRunner(scalar); err != nil {
-					return "", funcErrorf("tpl: %v", err)
-				}
-			}
-			tree := trees[tplName]
-			guardTree(tree, scalar)
-			if t, err = target.AddParseTree(fmt.Sprintf("%s#%d", tplName, st.meter.depth), tree); err != nil {
-				return "", funcErrorf("tpl: %v", err)
-			}
+			t, err = h.tplAlone(parent, trees[tplName], scalar)
 		} else {
-			if err := st.meter.charge(cloneCost, func() string { return "tpl with defines of its own" }); err != nil {
-				return "", budgetFuncError(err)
-			}
-			c, err := parent.Clone()
-			if err != nil {
-				return "", funcErrorf("tpl: %v", err)
-			}
-			// Rebind include and tpl so they see the string's own defines; the
-			// other functions, bound to h, were copied from parent by Clone.
-			c.Funcs(bindTemplate(h, c, scalar))
-			if t, err = c.New(tplName).Parse(text); err != nil {
-				return "", tplParseError(err)
-			}
-			guardNew(c, parent, scalar)
+			t, err = h.tplWithDefines(parent, text, scalar)
 		}
-		w := &limitWriter{m: &st.meter, what: "tpl"}
+		if err != nil {
+			return "", passUp(err)
+		}
+		w := budget.NewWriter(m, "tpl")
 		// t itself, not its name: a name may still map to an earlier tree
 		// when this one is empty (text/template keeps a non-empty one).
 		err = t.Execute(w, data)
@@ -122,8 +108,52 @@ func (h *holder) tplFunc(parent *template.Template, scalar map[string]bool) func
 		if err != nil {
 			return "", passUp(err)
 		}
-		return strings.ReplaceAll(string(w.buf), noValue, ""), nil
+		return strings.ReplaceAll(w.String(), noValue, ""), nil
 	}
+}
+
+// tplAlone is the template of a tpl string without defines of its own:
+// its tree added to the runner, or to the clone of the tpl call it runs
+// in, under the name of its nesting depth.
+func (h *holder) tplAlone(parent *template.Template, tree *parse.Tree, scalar map[string]bool) (*template.Template, error) {
+	target := parent
+	if parent == h.root {
+		var err error
+		if target, err = h.tplRunner(scalar); err != nil {
+			return nil, funcErrorf("tpl: %v", err)
+		}
+	}
+	guardTree(tree, scalar)
+	t, err := target.AddParseTree(fmt.Sprintf("%s#%d", tplName, h.meter().Depth()), tree)
+	if err != nil {
+		return nil, funcErrorf("tpl: %v", err)
+	}
+	return t, nil
+}
+
+// tplWithDefines is the template of a tpl string that defines templates:
+// parsed into a clone of parent, charged, so that its defines stay its own.
+func (h *holder) tplWithDefines(parent *template.Template, text string, scalar map[string]bool) (*template.Template, error) {
+	c, err := budget.Bounded(h.meter(), cloneCost, func() string { return "tpl with defines of its own" },
+		func() (*template.Template, error) {
+			c, err := parent.Clone()
+			if err != nil {
+				return nil, funcErrorf("tpl: %v", err)
+			}
+			return c, nil
+		}, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Rebind include and tpl so they see the string's own defines; the
+	// other functions, bound to h, were copied from parent by Clone.
+	c.Funcs(bindTemplate(h, c, scalar))
+	t, err := c.New(tplName).Parse(text)
+	if err != nil {
+		return nil, tplParseError(err)
+	}
+	guardNew(c, parent, scalar)
+	return t, nil
 }
 
 // tplRunner is the clone of the instance's set where tpl strings are run.

@@ -1,4 +1,4 @@
-package render
+package budget
 
 import (
 	"fmt"
@@ -7,46 +7,79 @@ import (
 	"time"
 )
 
-// shape is what a value holds, counted once per reference: a list that
+// Shape is what a value holds, counted once per reference: a list that
 // holds the same map twice counts the map twice, as printing it would.
-type shape struct {
-	bytes   int64 // the size printed (fmt, JSON or YAML print a shared value once per reference)
-	leaves  int64 // scalars and strings, map keys included: what a printf width pads, one by one
-	strs    int64 // bytes of the strings, map keys included
-	nodes   int64 // lists, maps and structs
-	entries int64 // map entries
-	elems   int64 // list elements
+type Shape struct {
+	Bytes   int64 // the size printed (fmt, JSON or YAML print a shared value once per reference)
+	Leaves  int64 // scalars and strings, map keys included: what a printf width pads, one by one
+	Strs    int64 // bytes of the strings, map keys included
+	Nodes   int64 // lists, maps and structs
+	Entries int64 // map entries
+	Elems   int64 // list elements
+}
+
+// Measure is the shape of v, or a budget error when printing it would not
+// fit what is left; name is the function that prints it. indent is what
+// each level of nesting adds to every line, for the formats that indent
+// (YAML, indented JSON).
+func (m *Meter) Measure(name string, v any, indent int64) (Shape, error) {
+	if err := m.Check(); err != nil {
+		return Shape{}, err
+	}
+	s, ok := measure(v, m.Remaining(), indent)
+	if !ok {
+		return s, m.Exceeded(fmt.Sprintf("%s of a value of more than %d bytes, %d left (a list or map holding itself, or the same one many times?)", name, s.Bytes, m.Remaining()))
+	}
+	return s, nil
+}
+
+// Walk checks that v can be printed within the budget left.
+func (m *Meter) Walk(name string, v any) error {
+	_, err := m.Measure(name, v, 0)
+	return err
+}
+
+// WalkAll walks the values of vs that are not scalars.
+func (m *Meter) WalkAll(name string, vs []any) error {
+	for _, v := range vs {
+		switch v.(type) {
+		case nil, string, bool, int, int64, float64:
+			continue
+		}
+		if err := m.Walk(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Size is the printed size of v, or false past limit.
+func Size(v any, limit int64) (int64, bool) {
+	s, ok := measure(v, limit, 0)
+	return s.Bytes, ok
 }
 
 // measure walks v and gives up as soon as the printed size passes limit:
 // the cost is bounded by limit, not by the expansion, and a value that
-// holds itself simply runs over. indent is what each level of nesting
-// adds to every line, for the formats that indent (YAML, indented JSON);
-// YAML also folds long strings at their spaces, each fold a new indented
-// line.
-func measure(v any, limit, indent int64) (shape, bool) {
+// holds itself simply runs over. YAML also folds long strings at their
+// spaces, each fold a new indented line.
+func measure(v any, limit, indent int64) (Shape, bool) {
 	w := walker{limit: limit, indent: indent}
 	w.visit(v, 0)
 	// Only containers are deferred, so the stack holds the pending
 	// containers, not every element: a list of a million numbers is
 	// counted in place.
-	for len(w.stack) > 0 && w.s.bytes <= limit {
+	for len(w.stack) > 0 && w.s.Bytes <= limit {
 		it := w.stack[len(w.stack)-1]
 		w.stack = w.stack[:len(w.stack)-1]
 		w.expand(it.v, it.depth)
 	}
-	return w.s, w.s.bytes <= limit
-}
-
-// expandedSize is the printed size of v, or false past limit.
-func expandedSize(v any, limit int64) (int64, bool) {
-	s, ok := measure(v, limit, 0)
-	return s.bytes, ok
+	return w.s, w.s.Bytes <= limit
 }
 
 type walker struct {
 	limit, indent int64
-	s             shape
+	s             Shape
 	stack         []walkItem
 }
 
@@ -59,23 +92,24 @@ type walkItem struct {
 // reflect can read but not turn back into an interface.
 type hidden struct{ v reflect.Value }
 
+// timeType is time.Time's type, which prints as a scalar.
 var timeType = reflect.TypeFor[time.Time]()
 
-func (w *walker) leaf(n int64) { w.s.bytes += n; w.s.leaves++ }
+func (w *walker) leaf(n int64) { w.s.Bytes += n; w.s.Leaves++ }
 
 func (w *walker) str(s string, depth int64) {
 	w.leaf(int64(len(s)) + 2)
-	w.s.strs += int64(len(s))
+	w.s.Strs += int64(len(s))
 	if w.indent > 0 && len(s) > 0 {
 		// Folded at spaces, or one line per line of a literal block.
 		breaks := int64(strings.Count(s, " ") + strings.Count(s, "\n"))
-		w.s.bytes += mulSat(breaks, w.indent*depth+1)
+		w.s.Bytes += MulSat(breaks, w.indent*depth+1)
 	}
 }
 
 // visit counts a scalar at once and defers a container.
 func (w *walker) visit(v any, depth int64) {
-	w.s.bytes += w.indent * depth
+	w.s.Bytes += w.indent * depth
 	switch x := v.(type) {
 	case nil:
 		w.leaf(4)
@@ -100,9 +134,7 @@ func (w *walker) expand(v any, depth int64) {
 			w.visit(e, depth+1)
 		}
 	case map[string]any:
-		w.s.nodes++
-		w.s.bytes += 2
-		w.s.entries += int64(len(x))
+		w.mapping(int64(len(x)))
 		for k, e := range x {
 			w.key(k)
 			w.visit(e, depth+1)
@@ -113,17 +145,15 @@ func (w *walker) expand(v any, depth int64) {
 			w.str(e, depth+1)
 		}
 	case map[string]string:
-		w.s.nodes++
-		w.s.bytes += 2
-		w.s.entries += int64(len(x))
+		w.mapping(int64(len(x)))
 		for k, e := range x {
 			w.key(k)
 			w.str(e, depth+1)
 		}
 	case []int:
 		w.list(int64(len(x)))
-		w.s.leaves += int64(len(x))
-		w.s.bytes += 8 * int64(len(x))
+		w.s.Leaves += int64(len(x))
+		w.s.Bytes += 8 * int64(len(x))
 	case hidden:
 		w.value(x.v, depth)
 	default:
@@ -132,15 +162,21 @@ func (w *walker) expand(v any, depth int64) {
 }
 
 func (w *walker) list(n int64) {
-	w.s.nodes++
-	w.s.elems += n
-	w.s.bytes += 2 + n
+	w.s.Nodes++
+	w.s.Elems += n
+	w.s.Bytes += 2 + n
+}
+
+func (w *walker) mapping(n int64) {
+	w.s.Nodes++
+	w.s.Bytes += 2
+	w.s.Entries += n
 }
 
 func (w *walker) key(k string) {
-	w.s.bytes += int64(len(k)) + 4
-	w.s.strs += int64(len(k))
-	w.s.leaves++
+	w.s.Bytes += int64(len(k)) + 4
+	w.s.Strs += int64(len(k))
+	w.s.Leaves++
 }
 
 // value walks what the typed cases above do not know, through reflect:
@@ -159,11 +195,9 @@ func (w *walker) value(rv reflect.Value, depth int64) {
 			w.visitValue(rv.Index(i), depth+1)
 		}
 	case reflect.Map:
-		w.s.nodes++
-		w.s.bytes += 2
-		w.s.entries += int64(rv.Len())
+		w.mapping(int64(rv.Len()))
 		for it := rv.MapRange(); it.Next(); {
-			w.s.bytes += 4
+			w.s.Bytes += 4
 			w.visitValue(it.Key(), depth+1)
 			w.visitValue(it.Value(), depth+1)
 		}
@@ -174,21 +208,25 @@ func (w *walker) value(rv reflect.Value, depth int64) {
 			w.leaf(5)
 		}
 	case reflect.Struct:
-		if rv.Type() == timeType {
-			w.leaf(64)
-			return
-		}
-		w.s.nodes++
-		w.s.bytes += 2
-		for i := range rv.NumField() {
-			// %+v and %#v print field names.
-			w.s.bytes += int64(len(rv.Type().Field(i).Name)) + 2
-			w.visitValue(rv.Field(i), depth+1)
-		}
+		w.structure(rv, depth)
 	case reflect.String:
 		w.str(rv.String(), depth)
 	default:
 		w.leaf(24) // a number, a boolean, a function or channel printed as an address
+	}
+}
+
+func (w *walker) structure(rv reflect.Value, depth int64) {
+	if rv.Type() == timeType {
+		w.leaf(64)
+		return
+	}
+	w.s.Nodes++
+	w.s.Bytes += 2
+	for i := range rv.NumField() {
+		// %+v and %#v print field names.
+		w.s.Bytes += int64(len(rv.Type().Field(i).Name)) + 2
+		w.visitValue(rv.Field(i), depth+1)
 	}
 }
 
@@ -203,75 +241,9 @@ func (w *walker) visitValue(rv reflect.Value, depth int64) {
 	}
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Struct:
-		w.s.bytes += w.indent * depth
+		w.s.Bytes += w.indent * depth
 		w.stack = append(w.stack, walkItem{hidden{rv}, depth})
 	default:
 		w.value(rv, depth)
 	}
-}
-
-// walk checks that v can be printed within the budget left.
-func (st *renderState) walk(name string, v any) error {
-	_, err := st.measure(name, v, 0)
-	return err
-}
-
-// measure is the shape of v, or a budget error when printing it would not
-// fit what is left.
-func (st *renderState) measure(name string, v any, indent int64) (shape, error) {
-	if err := st.meter.check(); err != nil {
-		return shape{}, err
-	}
-	s, ok := measure(v, st.meter.remaining(), indent)
-	if !ok {
-		return s, &BudgetError{Budget: BudgetOutput, Limit: st.meter.budget.MaxOutputBytes,
-			Detail: fmt.Sprintf("%s of a value of more than %d bytes, %d left (a list or map holding itself, or the same one many times?)", name, s.bytes, st.meter.remaining())}
-	}
-	return s, nil
-}
-
-func (st *renderState) walkAll(name string, vs []any) error {
-	for _, v := range vs {
-		switch v.(type) {
-		case nil, string, bool, int, int64, float64:
-			continue
-		}
-		if err := st.walk(name, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func absInt(n int) int64 {
-	if n < 0 {
-		return -int64(n)
-	}
-	return int64(n)
-}
-
-func absInt64(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// mulSat multiplies non-negative a and b, saturating instead of overflowing.
-func mulSat(a, b int64) int64 {
-	if a <= 0 || b <= 0 {
-		return a * b
-	}
-	if a > (1<<62)/b {
-		return 1 << 62
-	}
-	return a * b
-}
-
-// addSat adds non-negative a and b, saturating instead of overflowing.
-func addSat(a, b int64) int64 {
-	if a+b < a {
-		return 1 << 62
-	}
-	return min(a+b, 1<<62)
 }
