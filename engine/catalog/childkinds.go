@@ -523,24 +523,14 @@ func (a *analysis) endDocument(s *state) {
 	}
 }
 
-// separator is render's document separator rule: a line "---", or "--- "
-// followed by content (returned) or a comment.
+// separator is render's document separator rule (render.Separator): a
+// line "---", or "--- " followed by content (returned) or a comment.
 func separator(line string) (rest string, ok bool) {
-	line = strings.TrimRight(line, " \t\r")
-	if !strings.HasPrefix(line, "---") {
-		return "", false
+	restAt, ok := render.Separator([]byte(line))
+	if !ok || restAt < 0 {
+		return "", ok
 	}
-	if len(line) == 3 {
-		return "", true
-	}
-	if line[3] != ' ' && line[3] != '\t' {
-		return "", false
-	}
-	rest = strings.TrimLeft(line[3:], " \t")
-	if strings.HasPrefix(rest, "#") {
-		return "", true
-	}
-	return rest, true
+	return strings.TrimRight(line, " \t\r")[restAt:], true
 }
 
 // topLevelKey matches `apiVersion: value` and `kind: value` at the start

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -130,37 +131,44 @@ func topKeyLine(text, key string) int {
 	return 0
 }
 
-// adopt does to the children what MakePlan does (ownership.Adopt on a
-// copy), and reports the children the kind may not have (LNT207) and the
-// children rendered twice (LNT208, when dups). It returns the adopted
+// adopt adopts the children as a reconcile does (reconcile.Adopt, on
+// copies), and reports the children the kind may not have (LNT207) and
+// the children rendered twice (LNT208, when dups). It returns the adopted
 // children, for status.yaml.
 func (f *folder) adopt(parent *unstructured.Unstructured, ms []render.Manifest, namespaced func(schema.GroupVersionKind) bool, what string, dups bool) ([]*unstructured.Unstructured, []Finding) {
+	copies := make([]render.Manifest, len(ms))
+	for i, m := range ms {
+		copies[i] = m
+		copies[i].Object = m.Object.DeepCopy()
+	}
+	scope := func(gvk schema.GroupVersionKind) (bool, error) { return namespaced(gvk), nil }
+	children, problems, err := reconcile.Adopt(f.kind, parent, copies, scope, ownership.Policy{Manager: "operator"})
+	if err != nil {
+		return nil, []Finding{f.at("", 0, CodeOutside, "%v (%s)", err, what)}
+	}
 	var out []Finding
-	var adopted []*unstructured.Unstructured
-	pol := ownership.Policy{Manager: "operator", AllowOutside: f.kind.Spec.AllowClusterScoped}
-	seen := map[string]render.Manifest{}
-	for _, m := range ms {
-		child := m.Object.DeepCopy()
-		if _, err := ownership.Adopt(parent, child, namespaced(child.GroupVersionKind()), m.Template, pol); err != nil {
-			var oe *ownership.OutsideError
-			if errors.As(err, &oe) || !strings.Contains(err.Error(), "another controller") {
-				out = append(out, f.at(m.Template, 0, CodeOutside, "%v (%s)", err, what))
-			}
-			// Another controller: LNT202 already says ownerReferences.
-			continue
-		}
-		adopted = append(adopted, child)
-		id := fmt.Sprintf("%s %s", child.GroupVersionKind().GroupKind(), objectPath(child.GetNamespace(), child.GetName()))
-		if other, dup := seen[id]; dup && dups {
-			where := fmt.Sprintf("document %d of %s", other.Index, other.Template)
-			if other.Template == m.Template {
-				where = fmt.Sprintf("document %d of this file", other.Index)
+	for _, p := range problems {
+		m := p.Manifest
+		switch {
+		case p.Duplicate != nil && dups:
+			child := m.Object
+			id := fmt.Sprintf("%s %s", child.GroupVersionKind().GroupKind(), objectPath(child.GetNamespace(), child.GetName()))
+			where := fmt.Sprintf("document %d of %s", p.Duplicate.Index, p.Duplicate.Template)
+			if p.Duplicate.Template == m.Template {
+				where = fmt.Sprintf("document %d of this file", p.Duplicate.Index)
 			}
 			out = append(out, f.at(m.Template, 0, CodeDuplicateChild,
 				"document %d renders %s, which %s renders too: the operator refuses to apply either (%s)", m.Index, id, where, what))
-			continue
+		case p.Err != nil:
+			// Another controller: LNT202 already says ownerReferences.
+			if _, other := errors.AsType[*ownership.ControllerError](p.Err); !other {
+				out = append(out, f.at(m.Template, 0, CodeOutside, "%v (%s)", p.Err, what))
+			}
 		}
-		seen[id] = m
+	}
+	adopted := make([]*unstructured.Unstructured, len(children))
+	for i, c := range children {
+		adopted[i] = c.Object
 	}
 	return adopted, out
 }

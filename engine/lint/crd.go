@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/render"
 )
 
 // CRD is a kind's CustomResourceDefinition and where it comes from.
@@ -210,46 +211,23 @@ func inputError(file string, d document, err error) Finding {
 	return inputFinding(file, d.line, "%s", msg)
 }
 
-// splitYAML splits a file on `---` lines, keeping each document's line.
+// splitYAML splits a file into its documents as the engine splits
+// streams (render.SplitDocuments), leaving out the blank ones, each with
+// its first line of content.
 func splitYAML(data []byte) []document {
 	var docs []document
-	lines := strings.SplitAfter(string(data), "\n")
-	start, startLine := 0, 1
-	pos := 0
-	flush := func(end int) {
-		text := data[start:end]
-		if strings.TrimSpace(stripComments(string(text))) != "" {
-			// The document starts at its first line of content.
-			first := startLine
-			for _, l := range strings.SplitAfter(string(text), "\n") {
-				t := strings.TrimSpace(l)
-				if t != "" && !strings.HasPrefix(t, "#") {
-					break
-				}
-				first++
+	for _, d := range render.SplitDocuments(data) {
+		if render.Blank(d.Text) {
+			continue
+		}
+		first := d.Line
+		for l := range strings.Lines(string(d.Text)) {
+			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+				break
 			}
-			docs = append(docs, document{line: first, start: startLine, text: text})
+			first++
 		}
+		docs = append(docs, document{line: first, start: d.Line, text: d.Text})
 	}
-	for i, l := range lines {
-		trimmed := strings.TrimRight(l, " \t\r\n")
-		if trimmed == "---" || strings.HasPrefix(trimmed, "--- ") || strings.HasPrefix(trimmed, "---\t") {
-			flush(pos)
-			start, startLine = pos+len(l), i+2
-		}
-		pos += len(l)
-	}
-	flush(len(data))
 	return docs
-}
-
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(s, "\n") {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			b.WriteString(l)
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
 }

@@ -15,45 +15,23 @@ import (
 )
 
 // lookup is the lint renders' render.Lookup: a declared kind reads as
-// nothing there, anything the operator would refuse is refused with the
-// operator's message (engine/controller's parentLookup).
+// nothing there, anything the operator would refuse is refused by the
+// folder's own lookup policy (catalog.Kind.ResolveLookup), with the
+// operator's message.
 type lookup struct {
-	declared   map[schema.GroupKind]catalog.LookupSpec
+	kind       *catalog.Kind
 	namespaced func(schema.GroupVersionKind) bool
 	parentNS   string
 }
 
 func newLookup(k *catalog.Kind, namespaced func(schema.GroupVersionKind) bool, parentNS string) *lookup {
-	l := &lookup{declared: map[schema.GroupKind]catalog.LookupSpec{}, namespaced: namespaced, parentNS: parentNS}
-	for _, s := range k.Spec.Lookups {
-		l.declared[schema.FromAPIVersionAndKind(s.APIVersion, s.Kind).GroupKind()] = s
-	}
-	return l
+	return &lookup{kind: k, namespaced: namespaced, parentNS: parentNS}
 }
 
 func (l *lookup) resolve(apiVersion, kind, namespace string) error {
 	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
-	gk := gvk.GroupKind()
-	spec, ok := l.declared[gk]
-	if !ok {
-		return fmt.Errorf("%w: %s is not declared in kind.yaml lookups", render.ErrLookupRefused, gk)
-	}
-	if !l.namespaced(gvk) || spec.AllNamespaces {
-		return nil
-	}
-	where := fmt.Sprintf("namespace %q", namespace)
-	if namespace == "" {
-		where = "all namespaces"
-	}
-	if l.parentNS == "" {
-		return fmt.Errorf("%w: %s in %s from a cluster-scoped parent, which has no namespace of its own (kind.yaml lookups: allNamespaces: true allows it)",
-			render.ErrLookupRefused, gk, where)
-	}
-	if namespace != l.parentNS {
-		return fmt.Errorf("%w: %s in %s is outside the parent's namespace %q (kind.yaml lookups: allNamespaces: true allows it)",
-			render.ErrLookupRefused, gk, where, l.parentNS)
-	}
-	return nil
+	_, _, err := l.kind.ResolveLookup(gvk.GroupKind(), l.namespaced(gvk), namespace, l.parentNS)
+	return err
 }
 
 func (l *lookup) Get(apiVersion, kind, namespace, _ string) (map[string]any, error) {

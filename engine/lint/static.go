@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/render"
 )
 
 // call is one call of a function found in a parse tree.
@@ -40,7 +41,6 @@ func findCalls(trees map[string]*parse.Tree, fns ...string) map[string][]call {
 	out := map[string][]call{}
 	for _, t := range trees {
 		var walkPipe func(p *parse.PipeNode)
-		var walk func(n parse.Node)
 		walkPipe = func(p *parse.PipeNode) {
 			if p == nil {
 				return
@@ -63,36 +63,22 @@ func findCalls(trees map[string]*parse.Tree, fns ...string) map[string][]call {
 				}
 			}
 		}
-		walk = func(n parse.Node) {
-			switch n := n.(type) {
-			case *parse.ListNode:
-				if n == nil {
-					return
+		render.WalkLists(t.Root, func(list *parse.ListNode) {
+			for _, n := range list.Nodes {
+				switch n := n.(type) {
+				case *parse.ActionNode:
+					walkPipe(n.Pipe)
+				case *parse.TemplateNode:
+					walkPipe(n.Pipe)
+				case *parse.IfNode:
+					walkPipe(n.Pipe)
+				case *parse.WithNode:
+					walkPipe(n.Pipe)
+				case *parse.RangeNode:
+					walkPipe(n.Pipe)
 				}
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			case *parse.ActionNode:
-				walkPipe(n.Pipe)
-			case *parse.TemplateNode:
-				walkPipe(n.Pipe)
-			case *parse.IfNode:
-				walkPipe(n.Pipe)
-				walk(n.List)
-				walk(n.ElseList)
-			case *parse.WithNode:
-				walkPipe(n.Pipe)
-				walk(n.List)
-				walk(n.ElseList)
-			case *parse.RangeNode:
-				walkPipe(n.Pipe)
-				walk(n.List)
-				walk(n.ElseList)
 			}
-		}
-		if t.Root != nil {
-			walk(t.Root)
-		}
+		})
 	}
 	for _, cs := range out {
 		slices.SortFunc(cs, func(a, b call) int {

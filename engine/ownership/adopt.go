@@ -33,6 +33,15 @@ type OutsideError struct{ Reason string }
 
 func (e *OutsideError) Error() string { return e.Reason }
 
+// ControllerError is a child whose template sets a controller reference
+// of its own: the engine sets the parent as the controller, and an object
+// has only one.
+type ControllerError struct{ Kind, Name string }
+
+func (e *ControllerError) Error() string {
+	return fmt.Sprintf("the template sets another controller, %s %q", e.Kind, e.Name)
+}
+
 // Adopt makes child, rendered from template file, a child of parent in
 // place: namespace default, containment check, owner reference, labels and
 // annotations. It reports whether the child needs the parent's finalizer:
@@ -124,7 +133,7 @@ func setController(parent, child *unstructured.Unstructured) error {
 			return nil
 		}
 		if r.Controller != nil && *r.Controller {
-			return fmt.Errorf("the template sets another controller, %s %q", r.Kind, r.Name)
+			return &ControllerError{Kind: r.Kind, Name: r.Name}
 		}
 	}
 	child.SetOwnerReferences(append(refs, ref))

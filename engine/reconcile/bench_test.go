@@ -142,7 +142,7 @@ spec: {size: 2, image: "nginx:1.27", ports: [{port: 80, targetPort: 80}]}
 		live.SetResourceVersion("1")
 		cache.objs[apply.Key{GR: m.Resource.GroupResource(), Namespace: "ns", Name: c.Object.GetName()}] = live
 		lives[i] = live
-		states[i] = childState{template: c.Template, label: label(live), live: true, health: r.checker().Check(live)}
+		states[i] = childState{template: c.Template, label: label(live), live: true, health: r.Kind.Health.Check(live)}
 	}
 	readyConds, ready := readiness(states, nil, false, 1)
 	sres, err := k.Templates.Status(b.Context(), render.Input{Object: obj.Object, Children: statusChildren(states, lives), Ready: ready, Lookup: refuseAll{}, Now: now})

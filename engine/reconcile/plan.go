@@ -116,9 +116,51 @@ func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruc
 	if err != nil {
 		return nil, err
 	}
-	pol.AllowOutside = kind.Spec.AllowClusterScoped
 	plan := &Plan{RequeueAfter: res.RequeueAfter, EmptyLists: res.EmptyLists, Nondeterministic: res.Nondeterministic}
-	for _, m := range res.Manifests {
+	children, problems, err := plan.adopt(kind, obj, res.Manifests, scope, pol)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		p := problems[0]
+		var msg string
+		if p.Duplicate != nil {
+			c := p.Manifest.Object
+			msg = fmt.Sprintf("%s %s/%s is also rendered by %s", c.GroupVersionKind().GroupKind(), c.GetNamespace(), c.GetName(), p.Duplicate.Template)
+		} else {
+			msg = p.Err.Error()
+		}
+		return nil, &PlanError{Err: &render.Error{Template: p.Manifest.Template, Message: msg}}
+	}
+	plan.Children = children
+	return plan, nil
+}
+
+// AdoptProblem is a rendered manifest that cannot be a child: Err says why
+// (a child the kind may not have: ownership.OutsideError,
+// ownership.ControllerError), or Duplicate is the manifest rendered first
+// under the same kind, namespace and name.
+type AdoptProblem struct {
+	Manifest  render.Manifest
+	Err       error
+	Duplicate *render.Manifest
+}
+
+// Adopt turns rendered manifests into the children of obj
+// (ownership.Adopt on each, under pol with the kind's allowClusterScoped)
+// and finds the ones rendered twice: the step from render to apply, which
+// MakePlan and lint share. The manifests' objects become the children (pass
+// copies to keep them). A kind that a manifest's CustomResourceDefinition
+// defines is scoped by that CRD while the cluster does not serve it yet.
+// problems are every manifest that cannot be a child; err is a failure of
+// scope (a kind the cluster does not know).
+func Adopt(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manifest, scope ownership.Scope, pol ownership.Policy) (children []Child, problems []AdoptProblem, err error) {
+	return (&Plan{}).adopt(kind, obj, ms, scope, pol)
+}
+
+func (plan *Plan) adopt(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manifest, scope ownership.Scope, pol ownership.Policy) ([]Child, []AdoptProblem, error) {
+	pol.AllowOutside = kind.Spec.AllowClusterScoped
+	for _, m := range ms {
 		if crd, ok := definedKind(m.Object); ok {
 			if plan.crds == nil {
 				plan.crds = map[schema.GroupKind]crdKind{}
@@ -127,26 +169,32 @@ func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruc
 		}
 	}
 	scope = plan.scope(scope)
-	seen := map[string]string{}
-	for _, m := range res.Manifests {
+	var children []Child
+	var problems []AdoptProblem
+	seen := map[string]int{} // child identity -> index in ms
+	for i, m := range ms {
 		child := m.Object
 		namespaced, err := scope(child.GroupVersionKind())
+		if err != nil && len(problems) > 0 {
+			return children, problems, nil // the first problem comes first
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Template, err)
+			return nil, nil, fmt.Errorf("%s: %w", m.Template, err)
 		}
 		needsFinalizer, err := ownership.Adopt(obj, child, namespaced, m.Template, pol)
 		if err != nil {
-			return nil, &PlanError{Err: &render.Error{Template: m.Template, Message: err.Error()}}
+			problems = append(problems, AdoptProblem{Manifest: m, Err: err})
+			continue
 		}
 		id := fmt.Sprintf("%s %s/%s", child.GroupVersionKind().GroupKind(), child.GetNamespace(), child.GetName())
-		if other, dup := seen[id]; dup {
-			return nil, &PlanError{Err: &render.Error{Template: m.Template,
-				Message: fmt.Sprintf("%s is also rendered by %s", id, other)}}
+		if first, dup := seen[id]; dup {
+			problems = append(problems, AdoptProblem{Manifest: m, Duplicate: &ms[first]})
+			continue
 		}
-		seen[id] = m.Template
-		plan.Children = append(plan.Children, Child{Template: m.Template, Object: child, NeedsFinalizer: needsFinalizer})
+		seen[id] = i
+		children = append(children, Child{Template: m.Template, Object: child, NeedsFinalizer: needsFinalizer})
 	}
-	return plan, nil
+	return children, problems, nil
 }
 
 // IsPlanError reports whether err is a failed plan.

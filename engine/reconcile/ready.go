@@ -10,9 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/klog/v2"
 
-	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/status"
 )
@@ -283,23 +281,6 @@ func failure(reason, msg string, terminal bool, generation int64) []metav1.Condi
 	return []metav1.Condition{ready, status.New(status.ConditionReconciling, metav1.ConditionTrue, reason, status.ReasonApplyFailed, msg, generation)}
 }
 
-// checker is the kind's health checker, with its readyWhen rules, built
-// once (they were checked at load).
-func (r *Reconciler) checker() *health.Checker {
-	r.healthOnce.Do(func() {
-		rules := make([]health.Rule, 0, len(r.Kind.Spec.ReadyWhen))
-		for _, w := range r.Kind.Spec.ReadyWhen {
-			rules = append(rules, health.Rule{APIVersion: w.APIVersion, Kind: w.Kind, Expression: w.Expression})
-		}
-		c, err := health.NewChecker(rules)
-		if err != nil {
-			klog.Background().Error(err, "readyWhen: judging by kstatus alone", "folder", r.Kind.Name)
-		}
-		r.health = c
-	})
-	return r.health
-}
-
 // statusChildren is .Children for status.yaml: each live child, on a
 // shallow copy (the object may be the cache's), with its health. It is
 // keyed by Kind.group, so that two kinds of one name cannot collide; the
@@ -322,18 +303,4 @@ func statusChildren(states []childState, lives []*unstructured.Unstructured) map
 		out[key][live.GetName()] = c
 	}
 	return out
-}
-
-// StatusChildren is .Children and .Ready for status.yaml over live
-// children outside a reconcile (`operator render --children`): each with
-// its health, by kind's readyWhen and kstatus.
-func StatusChildren(kind *catalog.Kind, live []*unstructured.Unstructured) (map[string]map[string]any, bool) {
-	r := &Reconciler{Kind: kind}
-	states := make([]childState, len(live))
-	ready := true
-	for i, o := range live {
-		states[i] = childState{label: label(o), live: true, health: r.checker().Check(o)}
-		ready = ready && states[i].health.Ready()
-	}
-	return statusChildren(states, live), ready
 }

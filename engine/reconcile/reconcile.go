@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -65,9 +63,6 @@ type Reconciler struct {
 	Stats *Stats
 
 	memo memo
-
-	healthOnce sync.Once
-	health     *health.Checker
 }
 
 // policy is what every plan of r is adopted under.
@@ -180,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		}
 		lives[i] = live
 		if live != nil {
-			st.live, st.health = true, r.checker().Check(live)
+			st.live, st.health = true, r.Kind.Health.Check(live)
 		}
 	}
 	if len(waits) > 0 {
@@ -203,19 +198,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return Result{}, r.parentChanged(ctx, obj, err)
 	}
 
-	readyConds, ready := readiness(states, waits, pruned.held != nil, obj.GetGeneration())
-	rendering = time.Now()
-	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: statusChildren(states, lives), Ready: ready,
-		Lookup: lookup, Now: now, Budget: in.Budget})
-	observeRender(r.Kind.GVK.GroupKind(), RenderStatus, rendering)
+	st, err := statusStep{kind: r.Kind, obj: obj, states: states, lives: lives, waits: waits, pruneHeld: pruned.held != nil,
+		lookup: lookup, now: now, budget: in.Budget}.render(ctx)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
 	}
-	rendered := sres.Status
-	if rendered == nil {
-		rendered = map[string]any{}
-	}
-	cond := status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())
+	rendered, sres, readyConds := st.rendered, st.result, st.readyConds
+	cond := reconciledCondition(obj)
 	if unstableMsg != "" {
 		cond = status.Reconciled(status.ReasonNonDeterministic, unstableMsg, obj.GetGeneration())
 		if c := status.Find(statusOf(obj), status.ConditionReconciled); c == nil || c.Reason != status.ReasonNonDeterministic {
@@ -235,6 +224,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructur
 		r.remember(obj, desired, lives, states)
 	}
 	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), unserved)}, nil
+}
+
+// reconciledCondition is Reconciled=True at obj's generation.
+func reconciledCondition(obj *unstructured.Unstructured) metav1.Condition {
+	return status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())
 }
 
 // memoizable reports whether renders of this kind read nothing but their
@@ -277,7 +271,7 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 			return false, nil
 		}
 		lives[i] = live
-		states[i].live, states[i].health = true, r.checker().Check(live)
+		states[i].live, states[i].health = true, r.Kind.Health.Check(live)
 	}
 	waits, still := regate(states, r.Kind.Spec.DependsOn)
 	if !still {
@@ -288,20 +282,13 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 	if err != nil {
 		return false, nil
 	}
-	readyConds, ready := readiness(states, waits, false, obj.GetGeneration())
-	rendering := time.Now()
-	sres, err := r.Kind.Templates.Status(ctx, render.Input{Object: obj.Object, Children: statusChildren(states, lives), Ready: ready,
-		Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)})
-	observeRender(r.Kind.GVK.GroupKind(), RenderStatus, rendering)
-	if err != nil || sres.RequeueAfter > 0 || len(sres.Nondeterministic) > 0 {
+	st, err := statusStep{kind: r.Kind, obj: obj, states: states, lives: lives, waits: waits,
+		lookup: lookup, now: now, budget: r.Kind.RenderBudget(r.Budget)}.render(ctx)
+	if err != nil || st.result.RequeueAfter > 0 || len(st.result.Nondeterministic) > 0 {
 		return false, nil // the full reconcile reports it, or does not remember
 	}
-	rendered := sres.Status
-	if rendered == nil {
-		rendered = map[string]any{}
-	}
-	conds := append([]metav1.Condition{status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())}, readyConds...)
-	if err := r.writeStatus(ctx, obj, rendered, conds); err != nil {
+	conds := append([]metav1.Condition{reconciledCondition(obj)}, st.readyConds...)
+	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
 		r.memo.drop(obj.GetUID())
 		return true, err
 	}

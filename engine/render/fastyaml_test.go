@@ -356,9 +356,9 @@ func rawDocuments(tb testing.TB, set *Set, in Input) []string {
 		if err != nil {
 			return err
 		}
-		for _, doc := range splitDocuments(out) {
-			if !blank(doc.text) {
-				docs = append(docs, string(doc.text))
+		for _, doc := range SplitDocuments(out) {
+			if !Blank(doc.Text) {
+				docs = append(docs, string(doc.Text))
 			}
 		}
 		return nil
@@ -397,11 +397,11 @@ func readObjects(tb testing.TB, path string) []map[string]any {
 		tb.Fatal(err)
 	}
 	var objs []map[string]any
-	for _, doc := range splitDocuments(data) {
-		if blank(doc.text) {
+	for _, doc := range SplitDocuments(data) {
+		if Blank(doc.Text) {
 			continue
 		}
-		v, err := decodeViaJSON(doc.text)
+		v, err := decodeViaJSON(doc.Text)
 		if err != nil {
 			tb.Fatalf("%s: %v", path, err)
 		}

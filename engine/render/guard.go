@@ -47,28 +47,19 @@ func guardTree(tree *parse.Tree, scalar map[string]bool) {
 	if tree == nil || tree.Root == nil {
 		return
 	}
-	guardList(tree, tree.Root, scalar)
+	WalkLists(tree.Root, func(list *parse.ListNode) { guardList(tree, list, scalar) })
 }
 
+// guardList guards the nodes of one list; WalkLists has guarded the lists
+// under it already, so a range body's weight counts its guards.
 func guardList(tree *parse.Tree, list *parse.ListNode, scalar map[string]bool) {
-	if list == nil {
-		return
-	}
 	for i, n := range list.Nodes {
 		switch n := n.(type) {
 		case *parse.ActionNode:
 			if len(n.Pipe.Decl) == 0 && needsEmit(n.Pipe, scalar) {
 				n.Pipe.Cmds = append(n.Pipe.Cmds, command(n.Pos, parse.NewIdentifier(emitFunc).SetTree(tree).SetPos(n.Pos)))
 			}
-		case *parse.IfNode:
-			guardList(tree, n.List, scalar)
-			guardList(tree, n.ElseList, scalar)
-		case *parse.WithNode:
-			guardList(tree, n.List, scalar)
-			guardList(tree, n.ElseList, scalar)
 		case *parse.RangeNode:
-			guardList(tree, n.List, scalar)
-			guardList(tree, n.ElseList, scalar)
 			if n.List != nil && !startsWithTick(n.List) {
 				weight := commands(n.List) + 1
 				arg := &parse.NumberNode{NodeType: parse.NodeNumber, Pos: n.Pos, IsInt: true, Int64: int64(weight), Text: strconv.Itoa(weight)}
@@ -80,6 +71,32 @@ func guardList(tree *parse.Tree, list *parse.ListNode, scalar map[string]bool) {
 			list.Nodes[i] = includeAction(tree, n)
 		}
 	}
+}
+
+// WalkLists calls f for every list of nodes under list (the bodies of if,
+// with and range and their else), the innermost first, then for list
+// itself: the one recursion through a parse tree's branches that the
+// render's guards and the folder's static checks share.
+func WalkLists(list *parse.ListNode, f func(*parse.ListNode)) {
+	if list == nil {
+		return
+	}
+	for _, n := range list.Nodes {
+		switch n := n.(type) {
+		case *parse.IfNode:
+			WalkLists(n.List, f)
+			WalkLists(n.ElseList, f)
+		case *parse.WithNode:
+			WalkLists(n.List, f)
+			WalkLists(n.ElseList, f)
+		case *parse.RangeNode:
+			WalkLists(n.List, f)
+			WalkLists(n.ElseList, f)
+		case *parse.ListNode:
+			WalkLists(n, f)
+		}
+	}
+	f(list)
 }
 
 // includeAction is {{ include "name" pipeline }} for {{ template "name"

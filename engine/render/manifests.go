@@ -9,18 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// document is one YAML document of a template's output.
-type document struct {
-	line int    // 1-based line of the output where it starts, for YAML errors
-	text []byte // without the separator line
+// Document is one YAML document of a stream: a template's output, a file
+// of manifests or CRDs.
+type Document struct {
+	Line int    // 1-based line of the stream where it starts, for YAML errors
+	Text []byte // without the separator line
 }
 
-// splitDocuments splits output on `---` lines, as Helm's manifest splitter
-// does. Every `---` line starts a document, even one followed by content
-// ("--- a: 1"), so that no content hides behind a separator: the YAML
-// decoder reads one document and would silently drop the rest.
-func splitDocuments(out []byte) []document {
-	var docs []document
+// SplitDocuments splits a YAML stream on `---` lines, as Helm's manifest
+// splitter does: the one rule of the engine, read the same by the render,
+// the static analysis of child kinds and lint. Every `---` line starts a
+// document, even one followed by content ("--- a: 1"), so that no content
+// hides behind a separator: the YAML decoder reads one document and would
+// silently drop the rest.
+func SplitDocuments(out []byte) []Document {
+	var docs []Document
 	start, startLine := 0, 1
 	for pos, line := 0, 1; pos < len(out); line++ {
 		end := bytes.IndexByte(out[pos:], '\n')
@@ -29,8 +32,8 @@ func splitDocuments(out []byte) []document {
 		} else {
 			end += pos
 		}
-		if restAt, ok := separator(out[pos:end]); ok {
-			docs = append(docs, document{line: startLine, text: out[start:pos]})
+		if restAt, ok := Separator(out[pos:end]); ok {
+			docs = append(docs, Document{Line: startLine, Text: out[start:pos]})
 			start, startLine = end+1, line+1
 			if restAt >= 0 {
 				// Content after "--- " belongs to the next document.
@@ -40,14 +43,14 @@ func splitDocuments(out []byte) []document {
 		pos = end + 1
 	}
 	if start < len(out) {
-		docs = append(docs, document{line: startLine, text: out[start:]})
+		docs = append(docs, Document{Line: startLine, Text: out[start:]})
 	}
 	return docs
 }
 
-// separator reports whether line is a document separator, and where the
+// Separator reports whether line is a document separator, and where the
 // content that follows the `---` on it starts (-1 for none or a comment).
-func separator(line []byte) (restAt int, ok bool) {
+func Separator(line []byte) (restAt int, ok bool) {
 	line = bytes.TrimRight(line, " \t\r")
 	if !bytes.HasPrefix(line, []byte("---")) {
 		return -1, false
@@ -65,8 +68,8 @@ func separator(line []byte) (restAt int, ok bool) {
 	return restAt, true
 }
 
-// blank reports whether a document has nothing but whitespace and comments.
-func blank(doc []byte) bool {
+// Blank reports whether a document has nothing but whitespace and comments.
+func Blank(doc []byte) bool {
 	for line := range bytes.Lines(doc) {
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 && line[0] != '#' {
@@ -80,8 +83,8 @@ func blank(doc []byte) bool {
 // its manifests to ms.
 func appendManifests(ms []Manifest, file string, out []byte) ([]Manifest, error) {
 	index := 0
-	for _, doc := range splitDocuments(out) {
-		if blank(doc.text) {
+	for _, doc := range SplitDocuments(out) {
+		if Blank(doc.Text) {
 			continue
 		}
 		v, err := decodeYAML(doc)
@@ -133,9 +136,9 @@ func checkManifest(obj map[string]any) string {
 
 // decodeStatus decodes status.yaml's output: one mapping, or nothing.
 func decodeStatus(out []byte) (map[string]any, error) {
-	var found *document
-	for _, doc := range splitDocuments(out) {
-		if blank(doc.text) {
+	var found *Document
+	for _, doc := range SplitDocuments(out) {
+		if Blank(doc.Text) {
 			continue
 		}
 		if found != nil {
@@ -165,14 +168,14 @@ var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: li
 
 // decodeYAML decodes a document as the API server returns objects (see
 // decodeValue): whole numbers as int64, only JSON's types.
-func decodeYAML(doc document) (any, error) {
-	v, err := decodeValue(doc.text)
+func decodeYAML(doc Document) (any, error) {
+	v, err := decodeValue(doc.Text)
 	if err != nil {
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			// The library counts from the document; the author reads the
 			// rendered output, so report the line there.
 			n, _ := strconv.Atoi(m[1])
-			return nil, fmt.Errorf("invalid YAML at line %d of the output: %s", doc.line+n-1, m[2])
+			return nil, fmt.Errorf("invalid YAML at line %d of the output: %s", doc.Line+n-1, m[2])
 		}
 		return nil, fmt.Errorf("invalid YAML: %v", err)
 	}

@@ -24,11 +24,11 @@ func TestSplitDocuments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, d := range splitDocuments([]byte(tt.out)) {
-			got = append(got, fmt.Sprintf("%d:%s", d.line, d.text))
+		for _, d := range SplitDocuments([]byte(tt.out)) {
+			got = append(got, fmt.Sprintf("%d:%s", d.Line, d.Text))
 		}
 		if !slices.Equal(got, tt.want) {
-			t.Errorf("splitDocuments(%q) = %q, want %q", tt.out, got, tt.want)
+			t.Errorf("SplitDocuments(%q) = %q, want %q", tt.out, got, tt.want)
 		}
 	}
 }
@@ -42,8 +42,8 @@ func TestBlank(t *testing.T) {
 		"null":              false, // decoded, then skipped as no object
 		"  key: v # note\n": false,
 	} {
-		if got := blank([]byte(doc)); got != want {
-			t.Errorf("blank(%q) = %v, want %v", doc, got, want)
+		if got := Blank([]byte(doc)); got != want {
+			t.Errorf("Blank(%q) = %v, want %v", doc, got, want)
 		}
 	}
 }

@@ -30,35 +30,22 @@ func (s *Set) Trees() map[string]*parse.Tree {
 
 // unguardList undoes guardList on a copied tree: the tick that starts every
 // range body and the emit at the end of printing pipelines are removed.
-func unguardList(list *parse.ListNode) {
-	if list == nil {
-		return
-	}
-	nodes := list.Nodes[:0]
-	for _, n := range list.Nodes {
-		switch n := n.(type) {
-		case *parse.ActionNode:
-			if isCall(n.Pipe, tickFunc) {
-				continue
+func unguardList(root *parse.ListNode) {
+	WalkLists(root, func(list *parse.ListNode) {
+		nodes := list.Nodes[:0]
+		for _, n := range list.Nodes {
+			if a, ok := n.(*parse.ActionNode); ok {
+				if isCall(a.Pipe, tickFunc) {
+					continue
+				}
+				if k := len(a.Pipe.Cmds); k > 1 && isIdent(a.Pipe.Cmds[k-1], emitFunc) {
+					a.Pipe.Cmds = a.Pipe.Cmds[:k-1]
+				}
 			}
-			if k := len(n.Pipe.Cmds); k > 1 && isIdent(n.Pipe.Cmds[k-1], emitFunc) {
-				n.Pipe.Cmds = n.Pipe.Cmds[:k-1]
-			}
-		case *parse.IfNode:
-			unguardList(n.List)
-			unguardList(n.ElseList)
-		case *parse.WithNode:
-			unguardList(n.List)
-			unguardList(n.ElseList)
-		case *parse.RangeNode:
-			unguardList(n.List)
-			unguardList(n.ElseList)
-		case *parse.ListNode:
-			unguardList(n)
+			nodes = append(nodes, n)
 		}
-		nodes = append(nodes, n)
-	}
-	list.Nodes = nodes
+		list.Nodes = nodes
+	})
 }
 
 // isCall reports whether p is exactly a call of the function name (the

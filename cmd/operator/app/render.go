@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -108,35 +107,23 @@ func renderOne(ctx context.Context, w io.Writer, k *catalog.Kind, obj *unstructu
 	if err != nil {
 		return err
 	}
-	children := map[string]map[string]any{}
-	add := func(u *unstructured.Unstructured) {
-		if children[u.GetKind()] == nil {
-			children[u.GetKind()] = map[string]any{}
-		}
-		children[u.GetKind()][u.GetName()] = u.Object
-	}
+	var planned []*unstructured.Unstructured
 	for _, c := range plan.Children {
 		data, err := yaml.Marshal(c.Object.Object)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "---\n# Source: %s\n%s", filepath.Join(k.Name, c.Template), data)
-		if live == nil {
-			add(c.Object)
-		}
+		planned = append(planned, c.Object)
 	}
-	for _, u := range live {
-		add(u)
+	if live == nil {
+		live = planned
 	}
-	sres, err := k.Templates.Status(ctx, render.Input{Object: obj.Object, Children: children, Now: now, Budget: budget})
+	rendered, conds, requeue, err := reconcile.Preview(ctx, k, obj, live, nil, now, budget)
 	if err != nil {
 		return err
 	}
-	rendered := sres.Status
-	if rendered == nil {
-		rendered = map[string]any{}
-	}
-	st, err := status.Desired(obj, rendered, []metav1.Condition{status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())}, now)
+	st, err := status.Desired(obj, rendered, conds, now)
 	if err != nil {
 		return err
 	}
@@ -145,7 +132,7 @@ func renderOne(ctx context.Context, w io.Writer, k *catalog.Kind, obj *unstructu
 		return err
 	}
 	fmt.Fprintf(w, "---\n# Status of %s %s/%s (preview)\n%s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), data)
-	if d := reconcile.Soonest(plan.RequeueAfter, sres.RequeueAfter); d > 0 {
+	if d := reconcile.Soonest(plan.RequeueAfter, requeue); d > 0 {
 		fmt.Fprintf(w, "# requeueAfter: %s\n", d.Round(time.Second))
 	}
 	return nil
