@@ -222,109 +222,125 @@ type Stream struct {
 func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 	o.defaults()
 	sort.Slice(folders, func(i, j int) bool { return folders[i].Kind.Name < folders[j].Kind.Name })
+	p := plan(o, folders, res)
 	var paths []string
 	for _, f := range folders {
 		paths = append(paths, f.Path())
 	}
-	from := strings.Join(paths, ", ")
-	operator := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.ServiceAccount, Namespace: o.Namespace}
+	s := &Stream{Command: o.Command()}
+	s.addOperator(o, p, strings.Join(paths, ", "))
+	s.addIdentities(o, p)
+	return s
+}
+
+// identity is a folder that runs as an account of its own, and its rules.
+type identity struct {
+	folder  *Folder
+	account string
+	grants  *grants
+}
+
+// rbacPlan is who gets what, before it is written as objects.
+type rbacPlan struct {
+	cluster, own *grants // the operator's, cluster-wide and in its namespace
+	identities   []identity
+	accounts     map[string][]*Folder // ServiceAccount -> its folders
+	named        map[string][]string  // ServiceAccount -> the kinds whose folders name it
+	inventory    string
+}
+
+// plan works out the operator's grants and each identity's.
+func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 	inventoryName, _ := inventory.Name(o.FieldManager) // checked by Generate
-
-	cluster := newGrants()
-	cluster.add(schema.GroupResource{Resource: "events"}, whyOwn, "Events on the objects, in their namespaces", verbsEvents...)
-	cluster.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, whyOwn, "run --metrics-secure: who scrapes /metrics", verbsCreate...)
-	cluster.add(schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, whyOwn, "run --metrics-secure: whether they may", verbsCreate...)
-	own := newGrants()
-	own.add(schema.GroupResource{Resource: "configmaps"}, whyOwn, "kind folders delivered as ConfigMaps, read only", verbsRead...)
-	own.names = append(own.names, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
-		Verbs: verbsInventory, ResourceNames: []string{inventoryName}})
-	own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/configmaps %s [%s]: the inventory ConfigMap (created below: no create right on ConfigMaps here)",
-		inventoryName, strings.Join(verbsInventory, " ")))
-	own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election", verbsLeases...)
-
+	p := &rbacPlan{cluster: newGrants(), own: newGrants(), accounts: map[string][]*Folder{}, named: map[string][]string{}, inventory: inventoryName}
+	p.cluster.add(schema.GroupResource{Resource: "events"}, whyOwn, "Events on the objects, in their namespaces", verbsEvents...)
+	p.cluster.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, whyOwn, "run --metrics-secure: who scrapes /metrics", verbsCreate...)
+	p.cluster.add(schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, whyOwn, "run --metrics-secure: whether they may", verbsCreate...)
+	p.own.add(schema.GroupResource{Resource: "configmaps"}, whyOwn, "kind folders delivered as ConfigMaps, read only", verbsRead...)
+	p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbsInventory, ResourceNames: []string{inventoryName}},
+		fmt.Sprintf("core/configmaps %s [%s]: the inventory ConfigMap (created below: no create right on ConfigMaps here)", inventoryName, strings.Join(verbsInventory, " ")))
+	p.own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election", verbsLeases...)
 	if o.InstallCRDs {
-		if err := addCRDs(cluster, folders); err != nil {
+		if err := addCRDs(p.cluster, folders); err != nil {
 			o.warn(err.Error())
 		}
 	}
-
-	type identity struct {
-		folder  *Folder
-		account string
-		grants  *grants
-	}
-	var identities []identity
-	accounts := map[string][]*Folder{} // ServiceAccount -> folders
-	named := map[string][]string{}     // ServiceAccount -> the kinds whose folders name it
 	for _, f := range folders {
 		sa := f.Kind.Spec.ServiceAccountName
 		if sa != "" {
-			named[sa] = append(named[sa], f.Kind.GVK.GroupKind().String())
+			p.named[sa] = append(p.named[sa], f.Kind.GVK.GroupKind().String())
 		} else {
 			sa = o.DefaultServiceAccount
 		}
 		if sa == "" {
-			addKind(cluster, f, res)
+			addKind(p.cluster, f, res)
 			continue
 		}
-		addChildWatches(cluster, f, res)
+		addChildWatches(p.cluster, f, res)
 		g := newGrants()
 		addKind(g, f, res)
-		identities = append(identities, identity{f, sa, g})
-		accounts[sa] = append(accounts[sa], f)
+		p.identities = append(p.identities, identity{f, sa, g})
+		p.accounts[sa] = append(p.accounts[sa], f)
 	}
-	names := sortedKeys(accounts)
-	if len(names) > 0 {
-		own.names = append(own.names, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
-			Verbs: []string{"impersonate"}, ResourceNames: names})
+	if names := sortedKeys(p.accounts); len(names) > 0 {
+		var why []string
 		for _, sa := range names {
-			own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/serviceaccounts %s [impersonate]: the identity of folder %s (%s)",
-				sa, folderNames(accounts[sa]), whyAccount(sa, named, o)))
+			why = append(why, fmt.Sprintf("core/serviceaccounts %s [impersonate]: the identity of folder %s (%s)",
+				sa, folderNames(p.accounts[sa]), whyAccount(sa, p.named, o)))
 		}
+		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: names}, why...)
 	}
-	if agree := sortedKeys(named); len(agree) > 0 {
-		own.names = append(own.names, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
-			Verbs: []string{"get"}, ResourceNames: agree})
-		own.namesWhy = append(own.namesWhy, fmt.Sprintf("core/serviceaccounts %s [get]: whether they agree to serve the kinds that name them (annotation %s)",
-			strings.Join(agree, ","), annotationServes))
+	if agree := sortedKeys(p.named); len(agree) > 0 {
+		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}, ResourceNames: agree},
+			fmt.Sprintf("core/serviceaccounts %s [get]: whether they agree to serve the kinds that name them (annotation %s)", strings.Join(agree, ","), annotationServes))
 	}
+	return p
+}
 
-	generated := func(from string) string { return "Generated by `operator rbac` from " + from + ". Do not edit." }
-	s := &Stream{Command: o.Command()}
+func generated(from string) string {
+	return "Generated by `operator rbac` from " + from + ". Do not edit."
+}
+
+// addOperator writes the operator's roles, their bindings and its inventory.
+func (s *Stream) addOperator(o Options, p *rbacPlan, from string) {
+	operator := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: o.ServiceAccount, Namespace: o.Namespace}
 	s.add(append([]string{generated(from),
 		fmt.Sprintf("ClusterRole %s: what the operator's ServiceAccount %s/%s does cluster-wide.", o.Name, o.Namespace, o.ServiceAccount)},
-		indent(cluster.comments())...),
-		&rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: o.Name}, Rules: cluster.rules()})
+		indent(p.cluster.comments())...),
+		&rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: o.Name}, Rules: p.cluster.rules()})
 	s.add([]string{generated(from), fmt.Sprintf("Grants ClusterRole %s to the operator's ServiceAccount %s/%s.", o.Name, o.Namespace, o.ServiceAccount)},
 		&rbacv1.ClusterRoleBinding{TypeMeta: typeMeta("ClusterRoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: o.Name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: o.Name},
 			Subjects: []rbacv1.Subject{operator}})
 	s.add(append([]string{generated(from),
 		fmt.Sprintf("Role %s: what the operator's ServiceAccount does in its own namespace %s only.", o.Name, o.Namespace)},
-		indent(own.comments())...),
-		&rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace}, Rules: own.rules()})
+		indent(p.own.comments())...),
+		&rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace}, Rules: p.own.rules()})
 	s.add([]string{generated(from), fmt.Sprintf("Grants Role %s to the operator's ServiceAccount %s/%s.", o.Name, o.Namespace, o.ServiceAccount)},
 		&rbacv1.RoleBinding{TypeMeta: typeMeta("RoleBinding"), ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: o.Name},
 			Subjects: []rbacv1.Subject{operator}})
 	s.add([]string{generated(from), fmt.Sprintf("ConfigMap %s: the operator's inventory (run --field-manager %s), made here so that its Role may write it by name only.",
-		inventoryName, o.FieldManager)},
-		inventory.ConfigMap(o.Namespace, inventoryName))
+		p.inventory, o.FieldManager)},
+		inventory.ConfigMap(o.Namespace, p.inventory))
+}
 
-	for _, sa := range names {
+// addIdentities writes the kinds' ServiceAccounts, their roles and bindings.
+func (s *Stream) addIdentities(o Options, p *rbacPlan) {
+	for _, sa := range sortedKeys(p.accounts) {
 		sao := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: o.Namespace},
 			// Only impersonated: no Pod needs its token.
 			AutomountServiceAccountToken: ptr.To(false)}
-		if kinds := named[sa]; len(kinds) > 0 {
+		if kinds := p.named[sa]; len(kinds) > 0 {
 			sort.Strings(kinds)
 			sao.Annotations = map[string]string{annotationServes: strings.Join(kinds, ",")}
 		}
-		s.add([]string{generated(folderPaths(accounts[sa])),
+		s.add([]string{generated(folderPaths(p.accounts[sa])),
 			fmt.Sprintf("ServiceAccount %s: the identity the operator impersonates for every cluster call of folder %s (%s).",
-				sa, folderNames(accounts[sa]), whyAccount(sa, named, o))}, sao)
+				sa, folderNames(p.accounts[sa]), whyAccount(sa, p.named, o))}, sao)
 	}
-	for _, id := range identities {
+	for _, id := range p.identities {
 		f, sa := id.folder, id.account
 		name := o.Name + "-kind-" + f.Kind.Name
 		s.add(append([]string{generated(f.Path()),
@@ -336,7 +352,6 @@ func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: o.Namespace}}})
 	}
-	return s
 }
 
 // annotationServes is engine/controller's AnnotationServes, which this

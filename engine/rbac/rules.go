@@ -158,6 +158,12 @@ func (g *grants) comments() []string {
 	return append(out, g.namesWhy...)
 }
 
+// addNamed adds a rule restricted to resourceNames, with its comment lines.
+func (g *grants) addNamed(r rbacv1.PolicyRule, why ...string) {
+	g.names = append(g.names, r)
+	g.namesWhy = append(g.namesWhy, why...)
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
