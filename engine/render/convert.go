@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmplop/operator/engine/render/internal/budget"
+	"github.com/tmplop/operator/engine/render/internal/fastyaml"
 )
 
 // The functions that turn strings into collections and back are charged
@@ -137,7 +138,7 @@ func decodeCost(m *budget.Meter, name string, yaml bool, s string) (int64, error
 		return budget.AddSat(budget.MulSat(int64(len(s)), jsonCostPerByte), jsonCostFixed), nil
 	}
 	est := budget.AddSat(budget.MulSat(int64(len(s)), yamlCostPerByte), yamlCostFixed)
-	nodes, err := yamlAliasNodes(s, m.Remaining()/budget.EntryCost)
+	nodes, err := fastyaml.AliasNodes(s, m.Remaining()/budget.EntryCost)
 	if err != nil {
 		return 0, m.Exceeded(name + ": " + err.Error())
 	}

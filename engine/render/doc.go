@@ -60,7 +60,8 @@
 //     deep copy so that templates can never mutate the caller's objects or
 //     informer caches.
 //   - Split child output into YAML documents, skip empty ones, decode the
-//     rest as the API server would (whole numbers as int64) and check that
+//     rest as the API server would (whole numbers as int64; internal/fastyaml
+//     reads the YAML templates print without yaml.v2's detour) and check that
 //     each can be server-side applied (apiVersion, kind, metadata.name).
 //   - Decode status.yaml into a mapping and collect the soonest requeueAfter.
 //   - Hold every render to its Budget (budget.go): wall time, bytes
@@ -75,11 +76,11 @@
 //     what it returns (funcguard.go); those that can build far more than
 //     their input, copy it, or loop over it refuse before they allocate or
 //     past a bound: strings (limits.go), printf (printf.go), lists and maps
-//     (collections.go), splitting, joining and decoding (convert.go,
-//     yamlalias.go), uniq, without and has (compare.go) and regular
-//     expressions (regex.go). A test lists every other function with the
-//     reason it needs no more, so that a sprig upgrade cannot add an
-//     unbounded one unnoticed. A render that still runs past its deadline
+//     (collections.go), splitting, joining and decoding (convert.go, with
+//     YAML aliases counted by internal/fastyaml), uniq, without and has
+//     (compare.go) and regular expressions (regex.go). A test lists every
+//     other function with the reason it needs no more, so that a sprig
+//     upgrade cannot add an unbounded one unnoticed. A render that still runs past its deadline
 //     is abandoned: the caller always gets an answer within the timeout
 //     plus a grace period, and the render stops at its next function call,
 //     each call being bounded (render.go). While two abandoned renders of

@@ -9,6 +9,8 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tmplop/operator/engine/render/internal/fastyaml"
 )
 
 // helmFuncs is sprig's function map as Helm serves it, built once:
@@ -59,7 +61,7 @@ var parseFuncs = sync.OnceValues(func() (template.FuncMap, map[string]bool) {
 // toYAML marshals v as Helm does: errors are swallowed (a template cannot
 // handle them) and the trailing newline is trimmed so `| nindent` works.
 func toYAML(v any) string {
-	data, err := marshalYAML(v)
+	data, err := fastyaml.Marshal(v)
 	if err != nil {
 		return ""
 	}

@@ -1,12 +1,12 @@
-package render
+package fastyaml
 
-// A fast path for decodeValue. yaml.v2 builds tokens, events and nodes, then
+// A fast path for Decode. yaml.v2 builds tokens, events and nodes, then
 // reflects them into values: about 40% of a render, for documents that
 // templates print in a small, regular subset of YAML (block mappings and
-// sequences of plain or quoted scalars). fastDecode reads that subset
-// directly and declines everything else, so that decodeValue falls back to
+// sequences of plain or quoted scalars). DecodeFast reads that subset
+// directly and declines everything else, so that Decode falls back to
 // yaml.v2. It must return exactly what yaml.v2 plus jsonValue return:
-// FuzzFastDecode compares the two on every input fastDecode accepts, so any
+// FuzzFastDecode compares the two on every input DecodeFast accepts, so any
 // construct whose meaning is not certain here is declined rather than
 // guessed.
 
@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 )
 
-// fastMaxDepth bounds the nesting fastDecode follows (recursion depth);
+// fastMaxDepth bounds the nesting DecodeFast follows (recursion depth);
 // deeper documents are yaml.v2's to judge.
 const fastMaxDepth = 100
 
@@ -23,11 +23,11 @@ const fastMaxDepth = 100
 // the ':' of a simple key.
 const fastMaxKey = 1000
 
-// fastDecode decodes data as decodeValue does, or reports ok=false when
+// DecodeFast decodes data as Decode does, or reports ok=false when
 // data is outside the subset it reads with certainty. It never fails: a
 // document it declines may still be valid YAML, or an error for yaml.v2 to
 // report.
-func fastDecode(data []byte) (v any, ok bool) {
+func DecodeFast(data []byte) (v any, ok bool) {
 	p := fastParser{data: data}
 	if !p.next() {
 		return nil, false
@@ -490,72 +490,58 @@ func doubleQuoted(text []byte) (string, int, bool) {
 		if i+1 >= len(text) {
 			return "", 0, false // an escaped line break
 		}
-		i++
-		digits := 0
-		switch text[i] {
-		case '0':
-			b = append(b, 0)
-		case 'a':
-			b = append(b, '\a')
-		case 'b':
-			b = append(b, '\b')
-		case 't':
-			b = append(b, '\t')
-		case 'n':
-			b = append(b, '\n')
-		case 'v':
-			b = append(b, '\v')
-		case 'f':
-			b = append(b, '\f')
-		case 'r':
-			b = append(b, '\r')
-		case 'e':
-			b = append(b, 0x1b)
-		case ' ', '"', '\'', '\\':
-			b = append(b, text[i])
-		case 'N':
-			b = utf8.AppendRune(b, 0x85)
-		case '_':
-			b = utf8.AppendRune(b, 0xa0)
-		case 'L':
-			b = utf8.AppendRune(b, 0x2028)
-		case 'P':
-			b = utf8.AppendRune(b, 0x2029)
-		case 'x':
-			digits = 2
-		case 'u':
-			digits = 4
-		case 'U':
-			digits = 8
-		default:
+		var ok bool
+		if b, i, ok = unescape(b, text, i+1); !ok {
 			return "", 0, false
 		}
-		if digits == 0 {
-			continue
-		}
-		if i+digits >= len(text) {
-			return "", 0, false
-		}
-		r := 0
-		for _, h := range text[i+1 : i+1+digits] {
-			switch {
-			case '0' <= h && h <= '9':
-				r = r<<4 | int(h-'0')
-			case 'a' <= h && h <= 'f':
-				r = r<<4 | int(h-'a'+10)
-			case 'A' <= h && h <= 'F':
-				r = r<<4 | int(h-'A'+10)
-			default:
-				return "", 0, false
-			}
-		}
-		if 0xd800 <= r && r <= 0xdfff || r > 0x10ffff {
-			return "", 0, false // yaml.v2 rejects these
-		}
-		b = utf8.AppendRune(b, rune(r))
-		i += digits
 	}
 	return "", 0, false
+}
+
+// simpleEscapes are the escapes of one character after the backslash.
+var simpleEscapes = [256]string{
+	'0': "\x00", 'a': "\a", 'b': "\b", 't': "\t", 'n': "\n", 'v': "\v", 'f': "\f", 'r': "\r", 'e': "\x1b",
+	' ': " ", '"': "\"", '\'': "'", '\\': "\\",
+	'N': "\u0085", '_': "\u00a0", 'L': "\u2028", 'P': "\u2029",
+}
+
+// unescape appends to b the escape whose letter is text[i], and returns
+// the index of its last byte.
+func unescape(b, text []byte, i int) ([]byte, int, bool) {
+	if e := simpleEscapes[text[i]]; e != "" {
+		return append(b, e...), i, true
+	}
+	digits := 0
+	switch text[i] {
+	case 'x':
+		digits = 2
+	case 'u':
+		digits = 4
+	case 'U':
+		digits = 8
+	default:
+		return nil, 0, false
+	}
+	if i+digits >= len(text) {
+		return nil, 0, false
+	}
+	r := 0
+	for _, h := range text[i+1 : i+1+digits] {
+		switch {
+		case '0' <= h && h <= '9':
+			r = r<<4 | int(h-'0')
+		case 'a' <= h && h <= 'f':
+			r = r<<4 | int(h-'a'+10)
+		case 'A' <= h && h <= 'F':
+			r = r<<4 | int(h-'A'+10)
+		default:
+			return nil, 0, false
+		}
+	}
+	if 0xd800 <= r && r <= 0xdfff || r > 0x10ffff {
+		return nil, 0, false // yaml.v2 rejects these
+	}
+	return utf8.AppendRune(b, rune(r)), i + digits, true
 }
 
 // resolvePlain resolves a plain scalar as yaml.v2's resolve does, then

@@ -1,4 +1,4 @@
-package render
+package fastyaml
 
 import (
 	"encoding/json"
@@ -7,32 +7,32 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// compareEncoders checks that marshalYAML writes what sigs.k8s.io/yaml's
+// compareEncoders checks that Marshal writes what sigs.k8s.io/yaml's
 // Marshal (Helm's toYaml) writes, for the value data decodes to.
 func compareEncoders(t *testing.T, data []byte) {
 	t.Helper()
-	v, err := decodeValue(data)
+	v, err := Decode(data)
 	if err != nil {
 		return
 	}
 	for _, in := range []any{v, map[string]any{"k": v}, []any{v, 1.5, 2.0, int64(1) << 62, 1e21, 1e-7, -0.0}} {
 		want, werr := yaml.Marshal(in)
-		got, gerr := marshalYAML(in)
+		got, gerr := Marshal(in)
 		if werr != nil && gerr == nil {
 			// sigs.k8s.io/yaml refuses strings with control characters
 			// (its JSON-to-YAML step re-parses them); escaped, they are
 			// valid YAML, so what we write must read back as it was.
 			// Compared as JSON: 2.0 reads back as the integer 2.
-			back, err := decodeValue(got)
+			back, err := Decode(got)
 			bj, _ := json.Marshal(back)
 			ij, _ := json.Marshal(in)
 			if err != nil || string(bj) != string(ij) {
-				t.Fatalf("%#v: sigs.k8s.io/yaml refuses it (%v); marshalYAML wrote %q, which reads back as %#v (%v)", in, werr, got, back, err)
+				t.Fatalf("%#v: sigs.k8s.io/yaml refuses it (%v); Marshal wrote %q, which reads back as %#v (%v)", in, werr, got, back, err)
 			}
 			continue
 		}
 		if (werr == nil) != (gerr == nil) || string(want) != string(got) {
-			t.Fatalf("%#v:\nsigs.k8s.io/yaml %q (%v)\nmarshalYAML      %q (%v)", in, want, werr, got, gerr)
+			t.Fatalf("%#v:\nsigs.k8s.io/yaml %q (%v)\nMarshal          %q (%v)", in, want, werr, got, gerr)
 		}
 	}
 }
@@ -43,7 +43,7 @@ func TestMarshalYAMLMatches(t *testing.T) {
 	}
 }
 
-// FuzzMarshalYAML: for any decoded document, marshalYAML writes what
+// FuzzMarshalYAML: for any decoded document, Marshal writes what
 // sigs.k8s.io/yaml writes.
 func FuzzMarshalYAML(f *testing.F) {
 	for _, s := range decodeSeeds {

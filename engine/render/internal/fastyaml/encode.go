@@ -1,4 +1,4 @@
-package render
+package fastyaml
 
 import (
 	"math"
@@ -8,13 +8,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// marshalYAML is sigs.k8s.io/yaml's Marshal, which Helm's toYaml uses:
+// Marshal is sigs.k8s.io/yaml's Marshal, which Helm's toYaml uses:
 // encode to JSON, read the JSON back as YAML, write YAML. For the values
 // templates handle (JSON-compatible maps, lists and scalars) it builds what
 // reading the JSON back would give and writes that, without the round
 // trip, which cost a tenth of a render; anything else takes the original
 // path. A fuzz test compares the two.
-func marshalYAML(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	if y, ok := yamlOf(v); ok {
 		return yamlv2.Marshal(y)
 	}

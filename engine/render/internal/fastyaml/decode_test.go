@@ -1,4 +1,4 @@
-package render
+package fastyaml
 
 import (
 	"reflect"
@@ -11,7 +11,7 @@ import (
 
 // decodeViaJSON is how manifests used to be decoded, and how kubectl and
 // Helm read YAML: sigs.k8s.io/yaml to JSON, then JSON as the API server
-// reads it. decodeValue must give the same.
+// reads it. Decode must give the same.
 func decodeViaJSON(data []byte) (any, error) {
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
@@ -45,7 +45,7 @@ func TestDecodeValueMatchesYAMLToJSON(t *testing.T) {
 func compareDecoders(t *testing.T, data []byte) {
 	t.Helper()
 	want, werr := decodeViaJSON(data)
-	got, gerr := decodeValue(data)
+	got, gerr := Decode(data)
 	if gerr != nil && strings.Contains(gerr.Error(), "once written as strings") {
 		return // the reference picks one of two colliding keys at random
 	}
@@ -53,14 +53,14 @@ func compareDecoders(t *testing.T, data []byte) {
 		return // the reference expands them, however many
 	}
 	if (werr == nil) != (gerr == nil) {
-		t.Fatalf("%q: errors differ: reference %v, decodeValue %v", data, werr, gerr)
+		t.Fatalf("%q: errors differ: reference %v, Decode %v", data, werr, gerr)
 	}
 	if werr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q:\nreference   %#v\ndecodeValue %#v", data, want, got)
+		t.Fatalf("%q:\nreference   %#v\nDecode      %#v", data, want, got)
 	}
 }
 
-// FuzzDecodeValue: for any document, decodeValue and the reference agree.
+// FuzzDecodeValue: for any document, Decode and the reference agree.
 func FuzzDecodeValue(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))

@@ -1,4 +1,4 @@
-package render
+package fastyaml
 
 import (
 	"errors"
@@ -13,9 +13,10 @@ import (
 // hundred bytes whose anchors refer to each other ten deep decodes into
 // billions of values (yaml.v2 only refuses documents made mostly of
 // aliases; a fan-out of ordinary values passes). What a document with
-// aliases decodes into is not bounded by its size, so fromYaml counts it
-// first: yaml.v2 decodes it into aliasProbe values, which allocate next to
-// nothing and stop the decoding once past the count the budget allows.
+// aliases decodes into is not bounded by its size, so Decode (and the
+// render's fromYaml) counts it first: yaml.v2 decodes it into aliasProbe
+// values, which allocate next to nothing and stop the decoding once past
+// the count the caller allows.
 
 // errAliasBomb stops a probe.
 var errAliasBomb = errors.New("too many values")
@@ -28,11 +29,11 @@ var probe struct {
 	n, limit int64
 }
 
-// yamlAliasNodes is about how many values yaml.v2 decodes from s, its
+// AliasNodes is about how many values yaml.v2 decodes from s, its
 // aliases expanded, when s may hold aliases, else 0 (what a document
 // without aliases decodes into is bounded by its size). It fails past
 // limit values.
-func yamlAliasNodes(s string, limit int64) (int64, error) {
+func AliasNodes(s string, limit int64) (int64, error) {
 	if !strings.Contains(s, "&") || !strings.Contains(s, "*") {
 		return 0, nil
 	}
@@ -40,8 +41,8 @@ func yamlAliasNodes(s string, limit int64) (int64, error) {
 	defer probe.Unlock()
 	probe.n, probe.limit = 0, max(limit, 0)
 	var p aliasProbe
-	// Any other error is yaml.v2's to report again when fromYaml decodes;
-	// it stops at the same place.
+	// Any other error is yaml.v2's to report again when the document is
+	// decoded; it stops at the same place.
 	if err := yamlv2.Unmarshal([]byte(s), &p); errors.Is(err, errAliasBomb) {
 		return probe.n, fmt.Errorf("a document of %d bytes whose aliases expand to more than %d values", len(s), limit)
 	}
