@@ -1,12 +1,18 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/render"
 )
+
+// ErrNotDeclared marks a lookup of a kind kind.yaml does not declare, among
+// the refusals (render.ErrLookupRefused): lint reads it to tell the author
+// what to add.
+var ErrNotDeclared = errors.New("not declared in kind.yaml lookups")
 
 // ResolveLookup is the folder's lookup policy, the one function that says
 // what its templates may read (the controller's lookups and lint both ask
@@ -22,7 +28,7 @@ import (
 func (k *Kind) ResolveLookup(gk schema.GroupKind, namespaced bool, namespace, parentNS string) (LookupSpec, string, error) {
 	spec, ok := k.lookupSpec(gk)
 	if !ok {
-		return LookupSpec{}, "", fmt.Errorf("%w: %s is not declared in kind.yaml lookups", render.ErrLookupRefused, gk)
+		return LookupSpec{}, "", fmt.Errorf("%w: %s is %w", render.ErrLookupRefused, gk, ErrNotDeclared)
 	}
 	if !namespaced {
 		return spec, "", nil

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,68 +106,9 @@ func literal(n parse.Node) (string, bool) {
 // reads, child kinds `operator rbac` cannot read; and it remembers the
 // literal required messages of each file for the empty-spec findings.
 func (f *folder) staticChecks(namespaced func(schema.GroupVersionKind) bool) []Finding {
-	var out []Finding
 	k := f.kind
-	trees := k.Templates.Trees()
-	calls := findCalls(trees, "lookup", "lookupSelect", "required")
-
-	declared := map[schema.GroupKind]catalog.LookupSpec{}
-	for _, l := range k.Spec.Lookups {
-		declared[schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()] = l
-	}
-	read := map[schema.GroupKind]bool{}
-	computed := false
-	for _, fn := range []string{"lookup", "lookupSelect"} {
-		for _, c := range calls[fn] {
-			var apiVersion, kind string
-			ok := len(c.args) >= 2
-			if ok {
-				var ok1, ok2 bool
-				apiVersion, ok1 = literal(c.args[0])
-				kind, ok2 = literal(c.args[1])
-				ok = ok1 && ok2
-			}
-			if !ok {
-				computed = true
-				out = append(out, f.at(c.file, c.line, CodeComputedLookup,
-					"%s with a computed apiVersion or kind: lint cannot check that kind.yaml declares it (a render refuses an undeclared kind)", fn))
-				continue
-			}
-			gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
-			gk := gvk.GroupKind()
-			read[gk] = true
-			spec, ok := declared[gk]
-			if !ok {
-				out = append(out, f.at(c.file, c.line, CodeUndeclaredLookup,
-					"%s %q %q: %s is not declared in kind.yaml lookups, so every render that reaches this call fails; add {apiVersion: %s, kind: %s} to lookups",
-					fn, apiVersion, kind, gk, apiVersion, kind))
-				continue
-			}
-			if len(c.args) < 3 || spec.AllNamespaces || !namespaced(gvk) {
-				continue
-			}
-			if ns, ok := literal(c.args[2]); ok {
-				if ns == "" {
-					out = append(out, f.at(c.file, c.line, CodeLookupNamespace,
-						"%s of %s in all namespaces: always refused for a namespaced kind; read .Namespace, or set allNamespaces: true on the lookup in kind.yaml",
-						fn, gk))
-					continue
-				}
-				out = append(out, f.at(c.file, c.line, CodeLookupNamespace,
-					"%s of %s in namespace %q: refused unless the object is in that namespace; read .Namespace, or set allNamespaces: true on the lookup in kind.yaml",
-					fn, gk, ns))
-			}
-		}
-	}
-	if !computed {
-		for _, l := range k.Spec.Lookups {
-			gk := schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()
-			if !read[gk] {
-				out = append(out, f.at(catalog.KindFile, keyLineAfter(f.kindYAML, "lookups", l.Kind), CodeUnusedLookup,
-					"lookups declares %s, which no template reads with a literal lookup or lookupSelect: the operator caches it for nothing (unless a tpl string reads it)", gk))
-			}
-		}
-	}
+	calls := findCalls(k.Templates.Trees(), "lookup", "lookupSelect", "required")
+	out := f.lookupChecks(calls, namespaced)
 
 	f.required = map[string][]string{}
 	for _, c := range calls["required"] {
@@ -189,6 +131,82 @@ func (f *folder) staticChecks(namespaced func(schema.GroupVersionKind) bool) []F
 		}
 	}
 	return out
+}
+
+// lookupChecks reads the literal lookup and lookupSelect calls: kinds
+// kind.yaml does not declare, computed kinds, fixed namespaces, and
+// declared kinds nothing reads.
+func (f *folder) lookupChecks(calls map[string][]call, namespaced func(schema.GroupVersionKind) bool) []Finding {
+	var out []Finding
+	read := map[schema.GroupKind]bool{}
+	computed := false
+	for _, fn := range []string{"lookup", "lookupSelect"} {
+		for _, c := range calls[fn] {
+			apiVersion, kind, ok := literalKind(c)
+			if !ok {
+				computed = true
+				out = append(out, f.at(c.file, c.line, CodeComputedLookup,
+					"%s with a computed apiVersion or kind: lint cannot check that kind.yaml declares it (a render refuses an undeclared kind)", fn))
+				continue
+			}
+			gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+			read[gvk.GroupKind()] = true
+			if fd, ok := f.lookupCall(fn, c, apiVersion, kind, namespaced); ok {
+				out = append(out, fd)
+			}
+		}
+	}
+	if computed {
+		return out
+	}
+	for _, l := range f.kind.Spec.Lookups {
+		gk := schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()
+		if !read[gk] {
+			out = append(out, f.at(catalog.KindFile, keyLineAfter(f.kindYAML, "lookups", l.Kind), CodeUnusedLookup,
+				"lookups declares %s, which no template reads with a literal lookup or lookupSelect: the operator caches it for nothing (unless a tpl string reads it)", gk))
+		}
+	}
+	return out
+}
+
+// literalKind reads the apiVersion and kind of a lookup call written as
+// literals.
+func literalKind(c call) (apiVersion, kind string, ok bool) {
+	if len(c.args) < 2 {
+		return "", "", false
+	}
+	apiVersion, ok1 := literal(c.args[0])
+	kind, ok2 := literal(c.args[1])
+	return apiVersion, kind, ok1 && ok2
+}
+
+// lookupCall checks one literal lookup of gvk against kind.yaml: declared,
+// and not in a fixed namespace that the folder's lookup policy refuses
+// unless the object happens to be there.
+func (f *folder) lookupCall(fn string, c call, apiVersion, kind string, namespaced func(schema.GroupVersionKind) bool) (Finding, bool) {
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	gk := gvk.GroupKind()
+	_, _, err := f.kind.ResolveLookup(gk, namespaced(gvk), "", "")
+	if errors.Is(err, catalog.ErrNotDeclared) {
+		return f.at(c.file, c.line, CodeUndeclaredLookup,
+			"%s %q %q: %s is not declared in kind.yaml lookups, so every render that reaches this call fails; add {apiVersion: %s, kind: %s} to lookups",
+			fn, apiVersion, kind, gk, apiVersion, kind), true
+	}
+	if err == nil || len(c.args) < 3 {
+		return Finding{}, false // cluster-scoped, allNamespaces, or the parent's namespace
+	}
+	ns, ok := literal(c.args[2])
+	switch {
+	case !ok:
+		return Finding{}, false
+	case ns == "":
+		return f.at(c.file, c.line, CodeLookupNamespace,
+			"%s of %s in all namespaces: always refused for a namespaced kind; read .Namespace, or set allNamespaces: true on the lookup in kind.yaml",
+			fn, gk), true
+	}
+	return f.at(c.file, c.line, CodeLookupNamespace,
+		"%s of %s in namespace %q: refused unless the object is in that namespace; read .Namespace, or set allNamespaces: true on the lookup in kind.yaml",
+		fn, gk, ns), true
 }
 
 // keyLineAfter is the line of the first line holding value after the
