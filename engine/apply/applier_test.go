@@ -41,7 +41,7 @@ func testClient() *kube.Client {
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "P"}, meta.RESTScopeNamespace)
-	return &kube.Client{Mapper: resettable{m}}
+	return kube.NewForClients(kube.Clients{Mapper: m}, "")
 }
 
 type resettable struct{ *meta.DefaultRESTMapper }

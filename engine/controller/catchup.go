@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -18,19 +19,19 @@ type catchUp struct {
 	mu    sync.Mutex
 	// seen holds the keys reconciled before the watch listed; pending, the
 	// listed keys not reconciled yet. Both nil once caught up.
-	seen    map[string]bool
-	pending map[string]bool
+	seen    map[cache.ObjectName]bool
+	pending map[cache.ObjectName]bool
 	total   int
 }
 
 func newCatchUp(log klog.Logger, start time.Time) *catchUp {
-	return &catchUp{log: log, start: start, seen: map[string]bool{}}
+	return &catchUp{log: log, start: start, seen: map[cache.ObjectName]bool{}}
 }
 
 // listed gives the keys the watch found in its initial list.
-func (c *catchUp) listed(keys []string) {
+func (c *catchUp) listed(keys []cache.ObjectName) {
 	c.mu.Lock()
-	c.pending, c.total = make(map[string]bool, len(keys)), len(keys)
+	c.pending, c.total = make(map[cache.ObjectName]bool, len(keys)), len(keys)
 	for _, k := range keys {
 		if !c.seen[k] {
 			c.pending[k] = true
@@ -42,7 +43,7 @@ func (c *catchUp) listed(keys []string) {
 }
 
 // done records that key was reconciled (successfully or not: it was seen).
-func (c *catchUp) done(key string) {
+func (c *catchUp) done(key cache.ObjectName) {
 	c.mu.Lock()
 	switch {
 	case c.seen != nil:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 )
@@ -16,16 +17,17 @@ func TestCatchUp(t *testing.T) {
 	var buf bytes.Buffer
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf)))
 	c := newCatchUp(klog.Logger(log), time.Now())
-	c.done("ns/a") // reconciled while the list streams in
+	a, b := cache.NewObjectName("ns", "a"), cache.NewObjectName("ns", "b")
+	c.done(a) // reconciled while the list streams in
 	if strings.Contains(buf.String(), "Caught up") {
 		t.Fatal("caught up before the list was complete")
 	}
-	c.listed([]string{"ns/a", "ns/b"})
+	c.listed([]cache.ObjectName{a, b})
 	if strings.Contains(buf.String(), "Caught up") {
 		t.Fatal("caught up with ns/b pending")
 	}
-	c.done("ns/b")
-	c.done("ns/b")
+	c.done(b)
+	c.done(b)
 	if n := strings.Count(buf.String(), "Caught up"); n != 1 {
 		t.Fatalf("logged %d times: %s", n, buf.String())
 	}

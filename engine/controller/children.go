@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/cached"
+	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 )
@@ -36,10 +36,15 @@ const parentUIDIndex = "parent-uid"
 // the operator's own children (compact); the other a stub of the metadata
 // of every other object, which is what tells an object someone else made
 // from a name that is free. Split so, each event is received once.
+//
+// Both are watched as the operator (whatever identity the kinds have), in
+// the Manager's watch set, held for the kinds that applied or pruned the
+// resource: they stop when the last of those kinds stops for good (a
+// restart with a changed folder keeps them, so that it costs no list).
 type childWatches struct {
 	ctx       context.Context
-	watches   *cached.Client
-	meta      metadata.Interface
+	set       *watchSet
+	client    *kube.Client // the operator's own
 	manager   string
 	namespace string
 	// route enqueues the parent of a child that changed.
@@ -52,18 +57,36 @@ type childWatches struct {
 }
 
 type childWatch struct {
-	ours, others cache.SharedIndexInformer
+	ours, others *watchHandle
+	// kinds are those that ensured the watch; the zero GroupKind stands
+	// for a caller outside any kind, held until the Manager stops.
+	kinds map[schema.GroupKind]bool
 }
 
 var _ apply.Cache = (*childWatches)(nil)
 
+// kindKey is the context key of the kind a call is made for.
+type kindKey struct{}
+
+// withKind tells the calls made with ctx that they are kind gk's: the
+// applier's Ensure reaches childWatches through apply.Cache, which knows
+// no kinds, and the kind is who holds the watch it starts.
+func withKind(ctx context.Context, gk schema.GroupKind) context.Context {
+	return context.WithValue(ctx, kindKey{}, gk)
+}
+
+func kindOf(ctx context.Context) schema.GroupKind {
+	gk, _ := ctx.Value(kindKey{}).(schema.GroupKind)
+	return gk
+}
+
 // Ensure implements apply.Cache.
 func (w *childWatches) Ensure(ctx context.Context, m *meta.RESTMapping) error {
-	cw := w.watch(m)
-	if cw.ours.HasSynced() && cw.others.HasSynced() {
+	cw := w.watch(ctx, m)
+	if cw.ours.hasSynced() && cw.others.hasSynced() {
 		return nil
 	}
-	if !waitSynced(ctx, cw.ours.HasSynced, cw.others.HasSynced) {
+	if !waitSynced(ctx, cw.ours.hasSynced, cw.others.hasSynced) {
 		return fmt.Errorf("watch of %s has not listed its objects: %w", m.Resource.GroupResource(), reconcile.ErrNotReady)
 	}
 	return nil
@@ -86,11 +109,15 @@ func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
 	return err == nil
 }
 
-func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
+// watch returns the watches of m's resource, started if needed, held for
+// the kind of ctx.
+func (w *childWatches) watch(ctx context.Context, m *meta.RESTMapping) *childWatch {
 	gr := m.Resource.GroupResource()
+	gk := kindOf(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if cw, ok := w.byGR[gr]; ok {
+		cw.kinds[gk] = true
 		return cw
 	}
 	ns := metav1.NamespaceAll
@@ -99,16 +126,37 @@ func (w *childWatches) watch(m *meta.RESTMapping) *childWatch {
 	}
 	selector := ownership.ManagedSelector(w.manager)
 	cw := &childWatch{
-		ours: startInformer(w.ctx, w.watches, m.Resource, ns, selector, cache.Indexers{parentUIDIndex: byParentUID},
-			func(c *cached.Object, deleted bool) { w.notify(gr, c, deleted) }),
-		others: startMetadataInformer(w.ctx, w.meta, m.Resource, ns, ownership.UnmanagedSelector(w.manager),
-			func(p *metav1.PartialObjectMetadata, _ bool) {
+		ours: w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: selector},
+			cache.Indexers{parentUIDIndex: byParentUID},
+			handler(onObject(func(c *cached.Object, deleted bool) { w.notify(gr, c, deleted) }))),
+		others: w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: ownership.UnmanagedSelector(w.manager), metadata: true},
+			nil, handler(onMetadata(func(p *metav1.PartialObjectMetadata) {
 				w.wake(apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name})
-			}),
+			}))),
+		kinds: map[schema.GroupKind]bool{gk: true},
 	}
 	w.byGR[gr] = cw
 	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", m.Resource.String(), "selector", selector)
 	return cw
+}
+
+// release lets go of the watches kind gk held; those no other kind holds
+// stop.
+func (w *childWatches) release(gk schema.GroupKind) {
+	var stop []*childWatch
+	w.mu.Lock()
+	for gr, cw := range w.byGR {
+		delete(cw.kinds, gk)
+		if len(cw.kinds) == 0 {
+			stop = append(stop, cw)
+			delete(w.byGR, gr)
+		}
+	}
+	w.mu.Unlock()
+	for _, cw := range stop {
+		cw.ours.release()
+		cw.others.release()
+	}
 }
 
 func byParentUID(obj any) ([]string, error) {
@@ -180,7 +228,7 @@ func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*un
 	if cw == nil {
 		return nil, false
 	}
-	o, exists, err := cw.ours.GetIndexer().GetByKey(cacheKey(namespace, name))
+	o, exists, err := cw.ours.informer().GetIndexer().GetByKey(objectKey(namespace, name))
 	if err != nil || !exists {
 		return nil, false
 	}
@@ -201,7 +249,7 @@ func (w *childWatches) Peek(gr schema.GroupResource, namespace, name string) (me
 	if cw == nil {
 		return nil, false
 	}
-	o, exists, err := cw.ours.GetIndexer().GetByKey(cacheKey(namespace, name))
+	o, exists, err := cw.ours.informer().GetIndexer().GetByKey(objectKey(namespace, name))
 	if err != nil || !exists {
 		return nil, false
 	}
@@ -218,7 +266,7 @@ func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string)
 	if cw == nil {
 		return nil, false
 	}
-	o, exists, err := cw.others.GetIndexer().GetByKey(cacheKey(namespace, name))
+	o, exists, err := cw.others.informer().GetIndexer().GetByKey(objectKey(namespace, name))
 	if err != nil || !exists {
 		return nil, false
 	}
@@ -232,7 +280,7 @@ func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []
 	if cw == nil {
 		return nil
 	}
-	objs, err := cw.ours.GetIndexer().ByIndex(parentUIDIndex, string(parentUID))
+	objs, err := cw.ours.informer().GetIndexer().ByIndex(parentUIDIndex, string(parentUID))
 	if err != nil {
 		return nil
 	}
@@ -256,5 +304,5 @@ func (w *childWatches) List(gr schema.GroupResource) []apply.Child {
 	if cw == nil {
 		return nil
 	}
-	return w.managed(cw.ours.GetIndexer().List())
+	return w.managed(cw.ours.informer().GetIndexer().List())
 }

@@ -3,21 +3,20 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
-	"testing/fstest"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
 )
 
 // ConfigMapFolders are kind folders delivered as ConfigMaps: one ConfigMap
@@ -29,8 +28,12 @@ type ConfigMapFolders struct {
 	namespace string
 	selector  string
 	recorder  record.EventRecorder
-	informer  cache.SharedIndexInformer
+	set       *watchSet
+	client    *kube.Client
 	changed   chan struct{}
+
+	mu    sync.Mutex
+	watch *watchHandle // from Start until its context ends
 }
 
 // Reasons of the Events on a folder's ConfigMap.
@@ -49,54 +52,40 @@ func configMapSource(namespace, name string) string {
 	return "configmap/" + namespace + "/" + name
 }
 
+var configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+
 // NewConfigMapFolders watches the ConfigMaps of namespace that match the
-// label selector; Start runs the watch.
-//
-// It takes the core group's client, not a kubernetes.Interface: the whole
-// clientset behind an interface keeps every typed client of every group in
-// the binary (text/template's reflection disables the linker's pruning of
-// methods), which cost run 11 MiB of resident memory.
-func NewConfigMapFolders(cs typedcorev1.ConfigMapsGetter, namespace, selector string, recorder record.EventRecorder) *ConfigMapFolders {
+// label selector, in m's watch set, as the operator; Start runs the watch.
+// They are watched as cached objects through kube.Client, which holds the
+// core group's typed client only, never the whole clientset: that keeps
+// every typed client of every group in the binary (see kube.Client.Core).
+func NewConfigMapFolders(m *Manager, namespace, selector string, recorder record.EventRecorder) *ConfigMapFolders {
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
-	c := &ConfigMapFolders{namespace: namespace, selector: selector, recorder: recorder, changed: make(chan struct{}, 1)}
-	cms := cs.ConfigMaps(namespace)
-	c.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return cms.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return cms.Watch(ctx, o)
-		},
-	}, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	notify := func() {
-		select {
-		case c.changed <- struct{}{}:
-		default:
-		}
-	}
-	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { notify() },
-		UpdateFunc: func(old, cur any) {
-			o, n := old.(*corev1.ConfigMap), cur.(*corev1.ConfigMap)
-			if o.ResourceVersion != n.ResourceVersion {
-				notify()
-			}
-		},
-		DeleteFunc: func(any) { notify() },
-	})
-	return c
+	return &ConfigMapFolders{namespace: namespace, selector: selector, recorder: recorder, set: m.watches, client: m.base,
+		changed: make(chan struct{}, 1)}
 }
 
 // Start runs the watch until ctx is done and returns once the ConfigMaps
 // are listed, so that the first Load sees them all.
 func (c *ConfigMapFolders) Start(ctx context.Context) error {
-	go c.informer.Run(ctx.Done())
+	notify := func(any, bool) {
+		select {
+		case c.changed <- struct{}{}:
+		default:
+		}
+	}
+	w := c.set.acquire(c.client, watchKey{gvr: configMapsGVR, namespace: c.namespace, selector: c.selector}, nil, handler(notify))
+	c.mu.Lock()
+	c.watch = w
+	c.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		w.release()
+	}()
 	start := time.Now()
-	for !waitSynced(ctx, c.informer.HasSynced) {
+	for !waitSynced(ctx, w.hasSynced) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -104,6 +93,50 @@ func (c *ConfigMapFolders) Start(ctx context.Context) error {
 			"selector", c.selector, "waited", time.Since(start).Round(time.Second).String())
 	}
 	return nil
+}
+
+// cached are the watched ConfigMaps as the watch holds them.
+func (c *ConfigMapFolders) cached() []any {
+	c.mu.Lock()
+	w := c.watch
+	c.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.informer().GetStore().List()
+}
+
+// configMaps are the watched ConfigMaps, decoded; a ConfigMap that does
+// not decode is left out.
+func (c *ConfigMapFolders) configMaps(log klog.Logger) []*corev1.ConfigMap {
+	objs := c.cached()
+	out := make([]*corev1.ConfigMap, 0, len(objs))
+	for _, o := range objs {
+		cm, err := configMapOf(o)
+		if err != nil {
+			log.Error(err, "Kind folder's ConfigMap not read")
+			continue
+		}
+		out = append(out, cm)
+	}
+	return out
+}
+
+// configMapOf is the ConfigMap the watch cached, decoded.
+func configMapOf(o any) (*corev1.ConfigMap, error) {
+	c, ok := o.(*cached.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T in the ConfigMaps' cache", o)
+	}
+	u, err := c.Object()
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
+		return nil, fmt.Errorf("decode ConfigMap %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return cm, nil
 }
 
 // Changed implements changeNotifier.
@@ -114,9 +147,9 @@ func (c *ConfigMapFolders) Changed() <-chan struct{} { return c.changed }
 // wins, across restarts too (SyncFolders); a later ConfigMap cannot take a
 // kind by choosing a name that sorts first.
 func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, error) {
-	objs := c.informer.GetStore().List()
-	sort.Slice(objs, func(i, j int) bool {
-		a, b := objs[i].(*corev1.ConfigMap), objs[j].(*corev1.ConfigMap)
+	cms := c.configMaps(klog.Background())
+	sort.Slice(cms, func(i, j int) bool {
+		a, b := cms[i], cms[j]
 		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 			return a.CreationTimestamp.Before(&b.CreationTimestamp)
 		}
@@ -124,8 +157,7 @@ func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, erro
 	})
 	var kinds []*catalog.Kind
 	var skipped []*catalog.FolderError
-	for _, o := range objs {
-		cm := o.(*corev1.ConfigMap)
+	for _, cm := range cms {
 		src := configMapSource(cm.Namespace, cm.Name)
 		k, err := catalog.LoadKindFS(cm.Name, src, configMapFS(cm))
 		if err != nil {
@@ -137,24 +169,15 @@ func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, erro
 	return kinds, skipped, nil
 }
 
-// configMapFS is a ConfigMap's keys as the files of a folder.
-func configMapFS(cm *corev1.ConfigMap) fstest.MapFS {
-	fsys := fstest.MapFS{}
-	for name, data := range cm.Data {
-		fsys[name] = &fstest.MapFile{Data: []byte(data), Mode: 0o444}
-	}
-	for name, data := range cm.BinaryData {
-		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o444}
-	}
-	return fsys
-}
-
 // Reported implements loadReporter: an Event on the folder's ConfigMap.
 func (c *ConfigMapFolders) Reported(source string, gk schema.GroupKind, err error) {
-	for _, o := range c.informer.GetStore().List() {
-		cm := o.(*corev1.ConfigMap)
-		if configMapSource(cm.Namespace, cm.Name) != source {
+	for _, o := range c.cached() {
+		if m, ok := o.(*cached.Object); !ok || configMapSource(m.Namespace, m.Name) != source {
 			continue
+		}
+		cm, decodeErr := configMapOf(o)
+		if decodeErr != nil {
+			return
 		}
 		var conflict *KindConflictError
 		var agreement *AgreementError

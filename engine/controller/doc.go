@@ -1,8 +1,15 @@
 // Package controller runs the kinds: for each one an informer of its
 // resource (client-go's, over engine/cached's list and watch), a
-// rate-limited workqueue and workers that call the reconciler, and, shared by
-// all kinds, the watches of the children they apply and of the objects their
-// templates look up.
+// rate-limited workqueue of object names (cache.ObjectName) and workers
+// that call the reconciler, and, shared by all kinds, the watches of the
+// children they apply and of the objects their templates look up.
+//
+// Every informer is one of the Manager's watch set (watches.go), keyed by
+// resource, namespace, label selector, identity and whether it watches
+// metadata only, and counted: the parents of a kind hold theirs while the
+// kind runs, the children's while a kind that applied them is served,
+// the lookups' while a parent reads them, the ConfigMap folders' until
+// the run ends. The last user's release stops it.
 //
 //	event -> queue (this package) -> load object from the cache
 //	  -> reconcile (render -> apply -> observe -> status)

@@ -38,7 +38,7 @@ func (m *Manager) clientFor(k *catalog.Kind) (*kube.Client, error) {
 		return m.opts.NewClient(k)
 	}
 	if sa, _ := m.account(k); sa != "" {
-		return kube.Impersonating(m.cfg, m.opts.FieldManager, serviceAccountUser(m.opts.StateNamespace, sa))
+		return m.base.Impersonating(serviceAccountUser(m.opts.StateNamespace, sa))
 	}
 	return m.base, nil
 }

@@ -1,61 +1,16 @@
 package controller
 
 import (
-	"context"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/ownership"
 )
 
-// startInformer runs an informer of gvr in ns (all namespaces when "")
-// filtered by a label selector, until ctx is done. on is called for every
-// real change (not for resyncs), with deleted set on deletions. Objects are
-// cached compact (cached.Object), without their managedFields.
-func startInformer(ctx context.Context, lw *cached.Client, gvr schema.GroupVersionResource, ns, selector string,
-	indexers cache.Indexers, on func(obj *cached.Object, deleted bool)) cache.SharedIndexInformer {
-	inf := newInformer(lw, gvr, ns, selector, indexers)
-	if on != nil {
-		_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
-			if c, ok := obj.(*cached.Object); ok {
-				on(c, deleted)
-			}
-		}))
-	}
-	go inf.Run(ctx.Done())
-	return inf
-}
-
-// newInformer is an informer of any resource that caches compact objects,
-// decoded from the API server's JSON straight into what the cache keeps.
-func newInformer(lw *cached.Client, gvr schema.GroupVersionResource, ns, selector string, indexers cache.Indexers) cache.SharedIndexInformer {
-	if indexers == nil {
-		indexers = cache.Indexers{}
-	}
-	indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
-	return cache.NewSharedIndexInformer(lw.ListWatch(gvr, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		&cached.Object{}, 0, indexers)
-}
-
-// startMetadataInformer runs a metadata-only informer of gvr in ns whose
-// cache keeps, of each object, only what deciding ownership reads.
-func startMetadataInformer(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, ns, selector string,
-	on func(obj *metav1.PartialObjectMetadata, deleted bool)) cache.SharedIndexInformer {
-	inf := metadatainformer.NewFilteredMetadataInformer(md, gvr, ns, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	_ = inf.SetTransform(ownershipStub)
-	_, _ = inf.AddEventHandler(handler(func(obj any, deleted bool) {
-		if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			on(p, deleted)
-		}
-	}))
-	go inf.Run(ctx.Done())
-	return inf
+// objectKey is the key of object namespace/name in an informer's cache.
+func objectKey(namespace, name string) string {
+	return cache.NewObjectName(namespace, name).String()
 }
 
 // handler calls on for adds, deletions and updates that changed the
@@ -76,6 +31,24 @@ func handler(on func(obj any, deleted bool)) cache.ResourceEventHandler {
 			}
 			on(obj, true)
 		},
+	}
+}
+
+// onObject calls on with the compact objects of a full watch.
+func onObject(on func(c *cached.Object, deleted bool)) func(obj any, deleted bool) {
+	return func(obj any, deleted bool) {
+		if c, ok := obj.(*cached.Object); ok {
+			on(c, deleted)
+		}
+	}
+}
+
+// onMetadata calls on with the objects of a metadata-only watch.
+func onMetadata(on func(p *metav1.PartialObjectMetadata)) func(obj any, deleted bool) {
+	return func(obj any, _ bool) {
+		if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			on(p)
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ type kindController struct {
 	kind         *catalog.Kind
 	client       *kube.Client
 	namespace    string
+	watches      *watchSet
 	lookups      *lookupWatches
 	leading      <-chan struct{} // closed once this replica may write
 	reconciler   *reconcile.Reconciler
@@ -40,9 +41,11 @@ type kindController struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	queue    workqueue.TypedRateLimitingInterface[string]
-	informer cache.SharedIndexInformer
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// watch is the kind's objects' watch, once the API server serves the
+	// kind; the kind holds it until it stops.
+	watch *watchHandle
 }
 
 func (c *kindController) stop() {
@@ -50,13 +53,22 @@ func (c *kindController) stop() {
 	<-c.done
 }
 
-func (c *kindController) enqueue(key string) {
+func (c *kindController) enqueue(key cache.ObjectName) {
 	c.mu.Lock()
 	q := c.queue
 	c.mu.Unlock()
 	if q != nil {
 		q.Add(key)
 	}
+}
+
+// synced reports whether the kind's watch has listed its objects; false
+// too while the API server does not serve the kind.
+func (c *kindController) synced() (served, synced bool) {
+	c.mu.Lock()
+	h := c.watch
+	c.mu.Unlock()
+	return h != nil, h != nil && h.hasSynced()
 }
 
 // run serves the kind until ctx is done.
@@ -70,62 +82,24 @@ func (c *kindController) run(ctx context.Context) {
 	if mapping == nil {
 		return
 	}
-
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: c.kind.GVK.GroupKind().String()})
+		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.kind.GVK.GroupKind().String()})
 	selector := c.kind.ObjectSelector()
-	informer := newInformer(c.client.Cached, mapping.Resource, c.namespace, selector, nil)
-	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.add(queue, obj) },
-		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*cached.Object)
-			n, ok2 := cur.(*cached.Object)
-			if ok1 && ok2 && needsReconcile(o, n) {
-				c.add(queue, cur)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), key: key})
-			}
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if o, ok := obj.(metav1.Object); ok {
-				c.reconciler.Forget(o.GetUID())
-			}
-		},
-	})
+	watch := c.watches.acquire(c.client, watchKey{gvr: mapping.Resource, namespace: c.namespace, selector: selector}, nil, c.handler(queue))
 	c.mu.Lock()
-	c.queue, c.informer = queue, informer
+	c.queue, c.watch = queue, watch
 	c.mu.Unlock()
 
-	go informer.Run(ctx.Done())
 	// Workers start with the watch: objects are served as the initial list
 	// streams in, not after the last of ten thousand has arrived. What
 	// needs the whole list waits for it: the catch-up count and the sweep.
 	caught := newCatchUp(log, start)
-	go func() {
-		for !waitSynced(ctx, informer.HasSynced) {
-			if ctx.Err() != nil {
-				return
-			}
-			log.Info("The kind's watch has not listed its objects yet; still waiting")
-		}
-		log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", selector)
-		if !c.lead(ctx) {
-			return
-		}
-		caught.listed(informer.GetStore().ListKeys())
-		if c.kind.Spec.AllowClusterScoped {
-			c.sweep(ctx, mapping, informer)
-		}
-	}()
+	go c.whenListed(ctx, mapping, watch, caught)
 
 	// Workers get a context of their own, so that stopping lets in-flight
 	// reconciles finish their writes (drain) instead of cutting them off.
-	workCtx, cancelWork := context.WithCancel(klog.NewContext(context.Background(), log))
+	workCtx, cancelWork := context.WithCancel(withKind(klog.NewContext(context.Background(), log), c.kind.GVK.GroupKind()))
 	defer cancelWork()
 	var wg sync.WaitGroup
 	for range c.kind.Workers() {
@@ -138,6 +112,66 @@ func (c *kindController) run(ctx context.Context) {
 		})
 	}
 	<-ctx.Done()
+	watch.release()
+	c.drain(log, queue, cancelWork)
+	wg.Wait()
+	log.Info("Stopped kind")
+}
+
+// handler enqueues the kind's objects that need a reconcile, and forgets
+// what was remembered of a deleted one.
+func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cache.ObjectName]) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.add(queue, obj) },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*cached.Object)
+			n, ok2 := cur.(*cached.Object)
+			if ok1 && ok2 && needsReconcile(o, n) {
+				c.add(queue, cur)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if o, ok := obj.(metav1.Object); ok {
+				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), name: cache.MetaObjectToName(o)})
+				c.reconciler.Forget(o.GetUID())
+			}
+		},
+	}
+}
+
+// whenListed waits for the watch to list the kind's objects, then, once
+// this replica leads, counts the catch-up and starts the sweep.
+func (c *kindController) whenListed(ctx context.Context, mapping *meta.RESTMapping, watch *watchHandle, caught *catchUp) {
+	log := klog.FromContext(ctx)
+	for !waitSynced(ctx, watch.hasSynced) {
+		if ctx.Err() != nil {
+			return
+		}
+		log.Info("The kind's watch has not listed its objects yet; still waiting")
+	}
+	log.Info("Serving kind", "resource", mapping.Resource.String(), "workers", c.kind.Workers(), "selector", c.kind.ObjectSelector())
+	if !c.lead(ctx) {
+		return
+	}
+	objs := watch.informer().GetStore().List()
+	names := make([]cache.ObjectName, 0, len(objs))
+	for _, o := range objs {
+		if m, ok := o.(metav1.Object); ok {
+			names = append(names, cache.MetaObjectToName(m))
+		}
+	}
+	caught.listed(names)
+	if c.kind.Spec.AllowClusterScoped {
+		c.sweep(ctx, mapping, watch.informer())
+	}
+}
+
+// drain lets the queue's in-flight reconciles finish, at most
+// drainTimeout, then cancels them.
+func (c *kindController) drain(log klog.Logger, queue workqueue.TypedRateLimitingInterface[cache.ObjectName], cancelWork context.CancelFunc) {
 	drained := make(chan struct{})
 	go func() { queue.ShutDownWithDrain(); close(drained) }()
 	select {
@@ -147,8 +181,6 @@ func (c *kindController) run(ctx context.Context) {
 		cancelWork()
 		queue.ShutDown()
 	}
-	wg.Wait()
-	log.Info("Stopped kind")
 }
 
 // lead waits until this replica may write; false if ctx ended first.
@@ -170,10 +202,10 @@ const sweepInterval = 5 * time.Minute
 func (c *kindController) sweep(ctx context.Context, m *meta.RESTMapping, informer cache.SharedIndexInformer) {
 	log := klog.FromContext(ctx)
 	exists := func(ctx context.Context, ns, name string) (types.UID, bool, error) {
-		if o, ok, _ := informer.GetIndexer().GetByKey(cacheKey(ns, name)); ok {
+		if o, ok, _ := informer.GetIndexer().GetByKey(objectKey(ns, name)); ok {
 			return o.(*cached.Object).GetUID(), true, nil
 		}
-		live, err := c.client.Resource(m, ns).Get(ctx, name, metav1.GetOptions{})
+		live, err := c.client.Get(ctx, m, ns, name)
 		if apierrors.IsNotFound(err) {
 			return "", false, nil
 		}
@@ -209,9 +241,9 @@ func waitForMapping(ctx context.Context, c *kindController) *meta.RESTMapping {
 	}
 }
 
-func (c *kindController) add(q workqueue.TypedRateLimitingInterface[string], obj any) {
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		q.Add(key)
+func (c *kindController) add(q workqueue.TypedRateLimitingInterface[cache.ObjectName], obj any) {
+	if name, err := cache.ObjectToName(obj); err == nil {
+		q.Add(name)
 	}
 }
 
@@ -236,7 +268,7 @@ func withoutOwn(ann map[string]string) map[string]string {
 	return out
 }
 
-func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], caught *catchUp) bool {
+func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.ObjectName], caught *catchUp) bool {
 	key, quit := q.Get()
 	if quit {
 		return false
@@ -252,14 +284,14 @@ func (c *kindController) processNext(ctx context.Context, q workqueue.TypedRateL
 
 // reconcileKey loads the object from the cache and reconciles a copy. A
 // panic is recovered into an error: one object never crashes the operator.
-func (c *kindController) reconcileKey(ctx context.Context, key string) (res reconcile.Result, err error) {
+func (c *kindController) reconcileKey(ctx context.Context, key cache.ObjectName) (res reconcile.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.PanicsHandled })
 			err = fmt.Errorf("panic while reconciling %s: %v", key, r)
 		}
 	}()
-	obj, exists, err := c.informer.GetIndexer().GetByKey(key)
+	obj, exists, err := c.watch.informer().GetIndexer().GetByKey(key.String())
 	if err != nil {
 		return res, fmt.Errorf("get %s from cache: %w", key, err)
 	}
@@ -270,13 +302,12 @@ func (c *kindController) reconcileKey(ctx context.Context, key string) (res reco
 	if err != nil {
 		return res, err
 	}
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", ns, "name", name))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", key.Namespace, "name", key.Name))
 	return c.reconciler.Reconcile(ctx, u)
 }
 
 // handle is the one place that decides requeues.
-func (c *kindController) handle(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, res reconcile.Result, err error) {
+func (c *kindController) handle(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.ObjectName], key cache.ObjectName, res reconcile.Result, err error) {
 	var terminal *reconcile.TerminalError
 	switch {
 	case err == nil:
@@ -297,7 +328,7 @@ func (c *kindController) handle(ctx context.Context, q workqueue.TypedRateLimiti
 		}
 	default:
 		c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.RateLimited })
-		klog.FromContext(ctx).V(1).Info("Reconcile will be retried", "key", key, "err", err.Error())
+		klog.FromContext(ctx).V(1).Info("Reconcile will be retried", "key", key.String(), "err", err.Error())
 		q.AddRateLimited(key)
 	}
 }

@@ -23,8 +23,8 @@ import (
 
 // parentRef is a parent object, for routing events to its kind's queue.
 type parentRef struct {
-	gk  schema.GroupKind
-	key string // namespace/name
+	gk   schema.GroupKind
+	name cache.ObjectName
 }
 
 // read is one lookup a parent made in its last reconcile.
@@ -44,24 +44,13 @@ func (r read) matches(o metav1.Object) bool {
 	return r.selector.Matches(labels.Set(o.GetLabels()))
 }
 
-// lookupKey is one lookup cache: a resource in one namespace ("" for all,
-// or for cluster-scoped kinds), with an optional label selector.
-type lookupKey struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-	selector  string
-	// identity is who reads: a kind that impersonates a ServiceAccount
-	// reads through a cache of its own, so that it sees exactly what the
-	// account may see, never what the operator may.
-	identity string
-}
-
-// lookupInformer is a lookup cache and the parents that read it; it is
-// stopped when the last of them is gone.
+// lookupInformer is a lookup cache (a watch of the set: a resource in one
+// namespace, "" for all or for cluster-scoped kinds, with an optional
+// label selector, as the reader's identity) and the parents that read it;
+// it is released when the last of them is gone.
 type lookupInformer struct {
-	inf    cache.SharedIndexInformer
-	cancel context.CancelFunc
-	users  map[parentRef]bool
+	watch *watchHandle
+	users map[parentRef]bool
 }
 
 // lookupWatches serves the templates' lookups from informer caches cut to
@@ -72,39 +61,40 @@ type lookupInformer struct {
 // included). It also remembers who read what, so that a change
 // re-reconciles exactly the parents whose render it could change.
 type lookupWatches struct {
-	ctx       context.Context
-	watches   *cached.Client
-	namespace string // the operator's --namespace, "" for all
+	set       *watchSet
+	base      *kube.Client // the operator's own
+	namespace string       // the operator's --namespace, "" for all
 	route     func(p parentRef)
 
 	mu        sync.Mutex
-	informers map[lookupKey]*lookupInformer
+	informers map[watchKey]*lookupInformer
 	reads     map[schema.GroupVersionResource]map[parentRef][]read
 }
 
-// acquire returns the cache of key, started if needed, for user.
-func (w *lookupWatches) acquire(key lookupKey, user parentRef, client *kube.Client) cache.SharedIndexInformer {
+// acquire returns the cache of key, read as client's identity, started
+// if needed, for user.
+func (w *lookupWatches) acquire(key watchKey, user parentRef, client *kube.Client) *watchHandle {
+	client = w.client(client)
+	key.identity = client.Identity()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	li, ok := w.informers[key]
 	if !ok {
-		ctx, cancel := context.WithCancel(w.ctx)
 		gvr := key.gvr
-		li = &lookupInformer{cancel: cancel, users: map[parentRef]bool{},
-			inf: startInformer(ctx, w.client(client), gvr, key.namespace, key.selector, nil,
-				func(c *cached.Object, _ bool) { w.changed(gvr, c) })}
+		li = &lookupInformer{users: map[parentRef]bool{},
+			watch: w.set.acquire(client, key, nil, handler(onObject(func(c *cached.Object, _ bool) { w.changed(gvr, c) })))}
 		w.informers[key] = li
 	}
 	li.users[user] = true
-	return li.inf
+	return li.watch
 }
 
 // client is the client a cache of c's identity lists and watches with.
-func (w *lookupWatches) client(c *kube.Client) *cached.Client {
-	if c == nil || c.Identity == "" {
-		return w.watches
+func (w *lookupWatches) client(c *kube.Client) *kube.Client {
+	if c == nil || c.Identity() == "" {
+		return w.base
 	}
-	return c.Cached
+	return c
 }
 
 func (w *lookupWatches) changed(gvr schema.GroupVersionResource, o metav1.Object) {
@@ -135,6 +125,12 @@ func (w *lookupWatches) forgetKind(gk schema.GroupKind) {
 }
 
 func (w *lookupWatches) forgetWhere(match func(parentRef) bool) {
+	var unused []*watchHandle
+	defer func() {
+		for _, h := range unused {
+			h.release()
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, byParent := range w.reads {
@@ -151,7 +147,7 @@ func (w *lookupWatches) forgetWhere(match func(parentRef) bool) {
 			}
 		}
 		if len(li.users) == 0 {
-			li.cancel()
+			unused = append(unused, li.watch)
 			delete(w.informers, key)
 		}
 	}
@@ -197,7 +193,7 @@ type resolved struct {
 // (an empty list that is only a cache still listing would make children
 // vanish). A kind not served yet is an error to retry, not a dead kind.
 func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured) (render.Lookup, error) {
-	p := parentRef{gk: parent.GroupVersionKind().GroupKind(), key: cacheKey(parent.GetNamespace(), parent.GetName())}
+	p := parentRef{gk: parent.GroupVersionKind().GroupKind(), name: cache.MetaObjectToName(parent)}
 	k.w.resetReads(p)
 	l := &parentLookup{k: k, parent: parent, ref: p, allowed: map[schema.GroupKind]*resolved{}}
 	var synced []cache.InformerSynced
@@ -209,7 +205,7 @@ func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured
 		}
 		r := &resolved{spec: spec, mapping: m}
 		l.allowed[gvk.GroupKind()] = r
-		key := lookupKey{gvr: m.Resource, selector: spec.LookupSelector(), identity: k.client.Identity}
+		key := watchKey{gvr: m.Resource, selector: spec.LookupSelector()}
 		switch {
 		case m.Scope.Name() != meta.RESTScopeNameNamespace:
 		case spec.AllNamespaces:
@@ -219,8 +215,9 @@ func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured
 		default:
 			key.namespace = parent.GetNamespace()
 		}
-		r.inf = k.w.acquire(key, p, k.client)
-		synced = append(synced, r.inf.HasSynced)
+		h := k.w.acquire(key, p, k.client)
+		r.inf = h.informer()
+		synced = append(synced, h.hasSynced)
 	}
 	if len(synced) > 0 {
 		if !waitSynced(ctx, synced...) {
@@ -279,7 +276,7 @@ func (l *parentLookup) Get(apiVersion, kind, namespace, name string) (map[string
 		return nil, err
 	}
 	l.k.w.record(r.mapping.Resource, l.ref, read{namespace: namespace, name: name})
-	o, ok, err := r.inf.GetIndexer().GetByKey(cacheKey(namespace, name))
+	o, ok, err := r.inf.GetIndexer().GetByKey(objectKey(namespace, name))
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -336,11 +333,4 @@ func (l *parentLookup) List(apiVersion, kind, namespace, selector string) ([]map
 		items[i] = u.Object
 	}
 	return items, nil
-}
-
-func cacheKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }

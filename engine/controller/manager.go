@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -85,8 +85,9 @@ const (
 
 // Manager runs kinds and the watches they share.
 type Manager struct {
-	opts      Options
-	cfg       *rest.Config
+	opts Options
+	// base is the operator's own client: its records, the watches of
+	// children and of the kinds that impersonate no one.
 	base      *kube.Client
 	applier   *apply.Applier
 	inventory *inventory.Store
@@ -94,6 +95,7 @@ type Manager struct {
 	accounts typedcorev1.ServiceAccountInterface
 
 	ctx      context.Context
+	watches  *watchSet
 	children *childWatches
 	lookups  *lookupWatches
 
@@ -115,11 +117,54 @@ type Manager struct {
 	reported map[string]string
 }
 
-// NewManager returns a Manager whose watches live until ctx is done.
+// NewManager returns a Manager whose watches live until ctx is done, on a
+// client of cfg (see NewManagerForClient).
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) {
+	client, err := kube.New(cfg, opts.FieldManager)
+	if err != nil {
+		return nil, err
+	}
+	return NewManagerForClient(ctx, client, opts)
+}
+
+// NewManagerForClient returns a Manager whose every cluster call goes
+// through client (the operator's own identity) or a client it makes from
+// it (Impersonating), and whose watches live until ctx is done. The
+// client's field manager must be opts.FieldManager.
+func NewManagerForClient(ctx context.Context, client *kube.Client, opts Options) (*Manager, error) {
 	if opts.FieldManager == "" {
 		return nil, fmt.Errorf("a field manager is required")
 	}
+	if client.FieldManager() != opts.FieldManager {
+		return nil, fmt.Errorf("the client's field manager %q is not %q", client.FieldManager(), opts.FieldManager)
+	}
+	opts = withDefaults(opts)
+	name, err := inventory.Name(opts.FieldManager)
+	if err != nil {
+		return nil, err
+	}
+	core := client.Core()
+	m := &Manager{opts: opts, base: client, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
+		watches: newWatchSet(ctx), inventory: inventory.New(core.ConfigMaps(opts.StateNamespace), name), accounts: core.ServiceAccounts(opts.StateNamespace)}
+	if !opts.Standby {
+		m.Lead()
+	}
+	m.children = &childWatches{
+		ctx: ctx, set: m.watches, client: client, manager: opts.FieldManager, namespace: opts.Namespace,
+		route: m.routeChild,
+		byGR:  map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
+	}
+	m.applier = apply.NewApplier(m.children, m.children.routeParentOf)
+	m.children.applier = m.applier
+	m.lookups = &lookupWatches{
+		set: m.watches, base: client, namespace: opts.Namespace, route: m.route,
+		informers: map[watchKey]*lookupInformer{},
+		reads:     map[schema.GroupVersionResource]map[parentRef][]read{},
+	}
+	return m, nil
+}
+
+func withDefaults(opts Options) Options {
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{}
 	}
@@ -132,40 +177,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, 
 	if opts.StateNamespace == "" {
 		opts.StateNamespace = "default"
 	}
-	base, err := kube.New(cfg, opts.FieldManager)
-	if err != nil {
-		return nil, err
-	}
-	md, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := typedcorev1.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	name, err := inventory.Name(opts.FieldManager)
-	if err != nil {
-		return nil, err
-	}
-	m := &Manager{opts: opts, cfg: cfg, base: base, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
-		inventory: inventory.New(cs.ConfigMaps(opts.StateNamespace), name), accounts: cs.ServiceAccounts(opts.StateNamespace)}
-	if !opts.Standby {
-		m.Lead()
-	}
-	m.children = &childWatches{
-		ctx: ctx, watches: base.Cached, meta: md, manager: opts.FieldManager, namespace: opts.Namespace,
-		route: m.routeChild,
-		byGR:  map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
-	}
-	m.applier = apply.NewApplier(m.children, m.children.routeParentOf)
-	m.children.applier = m.applier
-	m.lookups = &lookupWatches{
-		ctx: ctx, watches: base.Cached, namespace: opts.Namespace, route: m.route,
-		informers: map[lookupKey]*lookupInformer{},
-		reads:     map[schema.GroupVersionResource]map[parentRef][]read{},
-	}
-	return m, nil
+	return opts
 }
 
 // Lead lets the kinds reconcile: this replica was elected leader.
@@ -189,11 +201,11 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		return fmt.Errorf("client for kind %s: %w", k.GVK.Kind, err)
 	}
 	gk := k.GVK.GroupKind()
-	m.Stop(gk)
-	ctx, cancel := context.WithCancel(m.ctx)
+	m.stop(gk, false) // a restart keeps the children's watches the kind holds
+	ctx, cancel := context.WithCancel(withKind(m.ctx, gk))
 	kc := &kindController{
 		kind: k, client: client, cancel: cancel, done: make(chan struct{}),
-		namespace: m.opts.Namespace, lookups: m.lookups, leading: m.leading,
+		namespace: m.opts.Namespace, watches: m.watches, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
 		stats: m.statsOf(gk),
 	}
@@ -220,8 +232,13 @@ func (m *Manager) bounds() ownership.Bounds {
 }
 
 // Stop stops serving the kind gk and waits until its workers have finished
-// what they were doing. Its objects and children are left as they are.
-func (m *Manager) Stop(gk schema.GroupKind) {
+// what they were doing. Its objects and children are left as they are;
+// the watches it held stop unless another kind holds them.
+func (m *Manager) Stop(gk schema.GroupKind) { m.stop(gk, true) }
+
+// stop stops kind gk; for good, it also lets go of the children's watches
+// the kind held, which a restart of the kind keeps.
+func (m *Manager) stop(gk schema.GroupKind, forGood bool) {
 	m.mu.Lock()
 	kc := m.kinds[gk]
 	delete(m.kinds, gk)
@@ -229,6 +246,9 @@ func (m *Manager) Stop(gk schema.GroupKind) {
 	if kc != nil {
 		kc.stop()
 		m.lookups.forgetKind(gk)
+	}
+	if forGood {
+		m.children.release(gk)
 	}
 }
 
@@ -266,7 +286,7 @@ func (m *Manager) Wait() {
 
 // routeChild enqueues the parent of a child event.
 func (m *Manager) routeChild(p ownership.Parent) {
-	m.route(parentRef{gk: p.GroupKind, key: cacheKey(p.Namespace, p.Name)})
+	m.route(parentRef{gk: p.GroupKind, name: cache.NewObjectName(p.Namespace, p.Name)})
 }
 
 func (m *Manager) route(p parentRef) {
@@ -274,6 +294,6 @@ func (m *Manager) route(p parentRef) {
 	kc := m.kinds[p.gk]
 	m.mu.Unlock()
 	if kc != nil {
-		kc.enqueue(p.key)
+		kc.enqueue(p.name)
 	}
 }

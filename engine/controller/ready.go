@@ -27,14 +27,12 @@ func (m *Manager) Ready() error {
 
 	var noCRD, listing []string
 	for gk, kc := range kinds {
-		kc.mu.Lock()
-		inf := kc.informer
-		kc.mu.Unlock()
+		served, synced := kc.synced()
 		switch {
-		case inf == nil:
-			// run sets the informer once the API server serves the kind.
+		case !served:
+			// run acquires the watch once the API server serves the kind.
 			noCRD = append(noCRD, gk.String())
-		case !inf.HasSynced():
+		case !synced:
 			listing = append(listing, gk.String())
 		}
 	}

@@ -56,12 +56,12 @@ func (m *Manager) Sync(ctx context.Context, root string) error { return m.SyncFo
 func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
-	log := klog.FromContext(ctx)
-	m.mu.Lock()
-	running := map[schema.GroupKind]*catalog.Kind{}
+	r := &syncRound{m: m, log: klog.FromContext(ctx), running: map[schema.GroupKind]*catalog.Kind{},
+		keep: map[schema.GroupKind]bool{}, withdrawn: map[schema.GroupKind]bool{}}
 	byDir := map[string]schema.GroupKind{}
+	m.mu.Lock()
 	for gk, kc := range m.kinds {
-		running[gk] = kc.kind
+		r.running[gk] = kc.kind
 		byDir[kc.kind.Dir] = gk
 	}
 	m.mu.Unlock()
@@ -69,92 +69,125 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 	if err != nil {
 		return err
 	}
+	r.folders = f
+	r.skipped(byDir)
+	agreed := m.agreements()
+	for _, k := range f.kinds {
+		r.serve(ctx, k, agreed)
+	}
+	r.stopGone()
+	m.loaded.Store(true)
+	return nil
+}
 
-	report := func(dir string, gk schema.GroupKind, err error) {
-		if r, ok := f.from[dir].(loadReporter); ok && m.Leading() {
-			r.Reported(dir, gk, err)
-		}
+// syncRound is one SyncFolders: what runs, what the sources hold, and
+// which running kinds stay.
+type syncRound struct {
+	m       *Manager
+	log     klog.Logger
+	folders *folders
+	running map[schema.GroupKind]*catalog.Kind
+	// keep are the running kinds that a folder still serves; withdrawn,
+	// those whose ServiceAccount no longer agrees.
+	keep, withdrawn map[schema.GroupKind]bool
+}
+
+// report tells the folder's source how it loaded (see loadReporter); a
+// standby replica tells nothing, the leader does.
+func (r *syncRound) report(dir string, gk schema.GroupKind, err error) {
+	if rep, ok := r.folders.from[dir].(loadReporter); ok && r.m.Leading() {
+		rep.Reported(dir, gk, err)
 	}
-	// failed reports err once per folder and error.
-	failed := func(dir string, gk schema.GroupKind, err error, msg string, kv ...any) {
-		if m.reported[dir] == err.Error() {
-			return
-		}
-		m.reported[dir] = err.Error()
-		log.Error(err, msg, append([]any{"folder", dir}, kv...)...)
-		report(dir, gk, err)
+}
+
+// failed reports err once per folder and error.
+func (r *syncRound) failed(dir string, gk schema.GroupKind, err error, msg string, kv ...any) {
+	if r.m.reported[dir] == err.Error() {
+		return
 	}
-	keep := map[schema.GroupKind]bool{}
-	withdrawn := map[schema.GroupKind]bool{}
-	for _, s := range f.skipped {
+	r.m.reported[dir] = err.Error()
+	r.log.Error(err, msg, append([]any{"folder", dir}, kv...)...)
+	r.report(dir, gk, err)
+}
+
+// skipped reports the folders that failed to load, and keeps the last good
+// version of those that were served (byDir: served folder -> kind).
+func (r *syncRound) skipped(byDir map[string]schema.GroupKind) {
+	for _, s := range r.folders.skipped {
 		gk, served := byDir[s.Dir]
 		if served {
-			keep[gk] = true
+			r.keep[gk] = true
 		}
 		var conflict *KindConflictError
 		if errors.As(s.Err, &conflict) {
-			failed(s.Dir, schema.GroupKind{}, s.Err, "Kind folder refused: its kind is served by another folder", "kind", conflict.Kind.String(), "servedBy", conflict.ServedBy)
+			r.failed(s.Dir, schema.GroupKind{}, s.Err, "Kind folder refused: its kind is served by another folder", "kind", conflict.Kind.String(), "servedBy", conflict.ServedBy)
 			continue
 		}
-		failed(s.Dir, gk, s.Err, "Kind folder skipped", "lastGoodVersionServed", served)
+		r.failed(s.Dir, gk, s.Err, "Kind folder skipped", "lastGoodVersionServed", served)
 	}
-	agreed := m.agreements()
-	for _, k := range f.kinds {
-		gk := k.GVK.GroupKind()
-		keep[gk] = true
-		cur := running[gk]
-		if err := agreed.check(ctx, k); err != nil {
-			// A withdrawn agreement ends the running version too, when it
-			// runs as the same account; a new account that does not agree
-			// leaves the last good version serving.
-			if cur != nil && sameAccount(cur, k) {
-				keep[gk], withdrawn[gk] = false, true
-				cur = nil
-			}
+}
+
+// serve starts kind k, or restarts it when its folder changed, if its
+// ServiceAccount agrees and its CRD installs.
+func (r *syncRound) serve(ctx context.Context, k *catalog.Kind, agreed *agreements) {
+	m := r.m
+	gk := k.GVK.GroupKind()
+	r.keep[gk] = true
+	cur := r.running[gk]
+	if err := agreed.check(ctx, k); err != nil {
+		// A withdrawn agreement ends the running version too, when it
+		// runs as the same account; a new account that does not agree
+		// leaves the last good version serving.
+		if cur != nil && sameAccount(cur, k) {
+			r.keep[gk], r.withdrawn[gk] = false, true
+			cur = nil
+		}
+		if cur == nil {
+			gk = schema.GroupKind{}
+		}
+		r.failed(k.Dir, gk, err, "Kind folder refused: its ServiceAccount does not agree", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
+		return
+	}
+	if cur != nil && cur.Fingerprint == k.Fingerprint {
+		delete(m.reported, k.Dir)
+		return
+	}
+	if m.opts.InstallCRD != nil && m.Leading() {
+		if err := m.opts.InstallCRD(ctx, k); err != nil {
 			if cur == nil {
 				gk = schema.GroupKind{}
 			}
-			failed(k.Dir, gk, err, "Kind folder refused: its ServiceAccount does not agree", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
-			continue
+			r.failed(k.Dir, gk, err, "Kind folder skipped: its CRD was not installed", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
+			return
 		}
-		if cur != nil && cur.Fingerprint == k.Fingerprint {
-			delete(m.reported, k.Dir)
-			continue
-		}
-		if m.opts.InstallCRD != nil && m.Leading() {
-			if err := m.opts.InstallCRD(ctx, k); err != nil {
-				if cur == nil {
-					gk = schema.GroupKind{}
-				}
-				failed(k.Dir, gk, err, "Kind folder skipped: its CRD was not installed", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
-				continue
-			}
-		}
-		delete(m.reported, k.Dir)
-		if cur != nil {
-			log.Info("Kind folder changed: restarting the kind", "folder", k.Dir, "kind", gk.String())
-		} else {
-			log.Info("Kind folder loaded: starting the kind", "folder", k.Dir, "kind", gk.String())
-		}
-		err := m.Start(k)
-		if err != nil {
-			log.Error(err, "Kind not started", "folder", k.Dir)
-		}
-		report(k.Dir, gk, err)
 	}
-	for gk := range running {
+	delete(m.reported, k.Dir)
+	if cur != nil {
+		r.log.Info("Kind folder changed: restarting the kind", "folder", k.Dir, "kind", gk.String())
+	} else {
+		r.log.Info("Kind folder loaded: starting the kind", "folder", k.Dir, "kind", gk.String())
+	}
+	err := m.Start(k)
+	if err != nil {
+		r.log.Error(err, "Kind not started", "folder", k.Dir)
+	}
+	r.report(k.Dir, gk, err)
+}
+
+// stopGone stops the running kinds that no folder serves any more, and
+// those whose agreement was withdrawn.
+func (r *syncRound) stopGone() {
+	for gk := range r.running {
 		switch {
-		case withdrawn[gk]:
-			log.Info("Kind's ServiceAccount no longer agrees: stopping the kind", "kind", gk.String())
-		case !keep[gk]:
-			log.Info("Kind folder removed: stopping the kind", "kind", gk.String())
+		case r.withdrawn[gk]:
+			r.log.Info("Kind's ServiceAccount no longer agrees: stopping the kind", "kind", gk.String())
+		case !r.keep[gk]:
+			r.log.Info("Kind folder removed: stopping the kind", "kind", gk.String())
 		default:
 			continue
 		}
-		m.Stop(gk)
+		r.m.Stop(gk)
 	}
-	m.loaded.Store(true)
-	return nil
 }
 
 // sameAccount reports whether a and b run as the same ServiceAccount.

@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
 )
 
 // DefaultEstablishTimeout bounds the wait for an applied CRD's Established
@@ -42,18 +42,15 @@ type Installer struct {
 	EstablishTimeout time.Duration
 }
 
-// New returns an Installer that applies as fieldManager the CRD that
-// forKind (engine/crd's ForKind) returns for a folder. A folder without one
-// (forKind returns an error that is none, such as crd.ErrNoSchema, or a nil
-// CRD) is left alone: its CRD is installed some other way.
+// New returns an Installer that applies through client, as its field
+// manager, the CRD that forKind (engine/crd's ForKind) returns for a
+// folder. A folder without one (forKind returns an error that is none, such
+// as crd.ErrNoSchema, or a nil CRD) is left alone: its CRD is installed
+// some other way.
 //
-//	crdinstall.New(cfg, fieldManager, crd.ForKind, crd.ErrNoSchema)
-func New(cfg *rest.Config, fieldManager string, forKind func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error), none error) (*Installer, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return NewForClient(dyn, fieldManager, forKind, none), nil
+//	crdinstall.New(client, crd.ForKind, crd.ErrNoSchema)
+func New(client *kube.Client, forKind func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error), none error) *Installer {
+	return NewForClient(client.Dynamic(), client.FieldManager(), forKind, none)
 }
 
 // NewForClient is New with a dynamic client.

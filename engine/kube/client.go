@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -10,29 +11,44 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/tmplop/operator/engine/cached"
 )
 
-// Client makes the cluster calls of one kind.
+// Client is the door to the API server: every call of the engine, and of
+// each kind, goes through one. Its clients are private, so that every
+// mapping goes through Mapping's reset-on-miss and every write carries
+// the one field manager.
 type Client struct {
-	Dynamic dynamic.Interface
-	// Cached lists and watches for the informers, into compact objects.
-	Cached *cached.Client
-	Mapper meta.ResettableRESTMapper
-	// FieldManager is the server-side apply field manager of every write.
-	FieldManager string
-	// Identity is the user the client impersonates ("" for the operator's
+	dynamic dynamic.Interface
+	// lister lists and watches for the informers, into compact objects;
+	// nil for a Client of fakes, whose informers go through dynamic.
+	lister *cached.Client
+	// metadata serves the metadata-only watches; nil: through dynamic.
+	metadata metadata.Interface
+	mapper   meta.ResettableRESTMapper
+	// core is the core group's typed client (ConfigMaps, ServiceAccounts,
+	// Events): one group, never the whole clientset (see Core).
+	core typedcorev1.CoreV1Interface
+	// config is what Impersonating copies; nil for a Client of fakes.
+	config       *rest.Config
+	fieldManager string
+	// identity is the user the client impersonates ("" for the operator's
 	// own): caches are never shared between identities.
-	Identity string
+	identity string
 
 	// lastReset is when the mapper's discovery was last reset (unix nanos).
 	lastReset atomic.Int64
@@ -44,51 +60,116 @@ type Client struct {
 // reconcile of every object.
 const resetInterval = 10 * time.Second
 
-// New returns a Client for cfg with its own cached discovery.
+// New returns a Client for cfg with its own cached discovery. Nothing is
+// asked of the API server until a call needs it.
 func New(cfg *rest.Config, fieldManager string) (*Client, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	watches, err := cached.NewClient(cfg, httpClient)
-	if err != nil {
+	c := &Client{config: cfg, fieldManager: fieldManager}
+	if err := c.connect(cfg, httpClient); err != nil {
 		return nil, err
+	}
+	return c, nil
+}
+
+// connect makes c's clients, all on httpClient: one connection.
+func (c *Client) connect(cfg *rest.Config, httpClient *http.Client) error {
+	var err error
+	if c.dynamic, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	if c.lister, err = cached.NewClient(cfg, httpClient); err != nil {
+		return err
+	}
+	if c.metadata, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return fmt.Errorf("metadata client: %w", err)
+	}
+	if c.core, err = typedcorev1.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return fmt.Errorf("core client: %w", err)
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
+		return fmt.Errorf("discovery client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	return &Client{Dynamic: dyn, Cached: watches, Mapper: mapper, FieldManager: fieldManager}, nil
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	return nil
 }
 
+// Clients are what a Client of fakes is made of (NewForClients), for unit
+// tests: k8s.io/client-go/dynamic/fake, a meta.DefaultRESTMapper, the core
+// group of k8s.io/client-go/kubernetes/fake.
+type Clients struct {
+	Dynamic dynamic.Interface
+	// Mapper maps kinds; one that is not a meta.ResettableRESTMapper is
+	// never reset.
+	Mapper meta.RESTMapper
+	// Metadata serves the metadata-only watches; nil: Dynamic does.
+	Metadata metadata.Interface
+	// Core is the core group's typed client; nil when the test needs none.
+	Core typedcorev1.CoreV1Interface
+}
+
+// NewForClients returns a Client over fakes. Its informers list and watch
+// through Dynamic, which a fake serves.
+func NewForClients(cs Clients, fieldManager string) *Client {
+	mapper, ok := cs.Mapper.(meta.ResettableRESTMapper)
+	if !ok && cs.Mapper != nil {
+		mapper = neverReset{cs.Mapper}
+	}
+	return &Client{dynamic: cs.Dynamic, metadata: cs.Metadata, mapper: mapper, core: cs.Core, fieldManager: fieldManager}
+}
+
+type neverReset struct{ meta.RESTMapper }
+
+func (neverReset) Reset() {}
+
 // Impersonating returns a Client whose every call impersonates user, with
-// its own discovery: what the user may not see, it does not see either.
-func Impersonating(cfg *rest.Config, fieldManager, user string) (*Client, error) {
-	c := rest.CopyConfig(cfg)
-	c.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cl, err := New(c, fieldManager)
+// its own discovery: what the user may not see, it does not see either. A
+// Client of fakes shares its fakes and only takes the identity.
+func (c *Client) Impersonating(user string) (*Client, error) {
+	if c.config == nil {
+		return &Client{dynamic: c.dynamic, metadata: c.metadata, mapper: c.mapper, core: c.core,
+			fieldManager: c.fieldManager, identity: user}, nil
+	}
+	cfg := rest.CopyConfig(c.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	out, err := New(cfg, c.fieldManager)
 	if err != nil {
 		return nil, err
 	}
-	cl.Identity = user
-	return cl, nil
+	out.identity = user
+	return out, nil
 }
+
+// Identity is the user the client impersonates, "" for the operator's own.
+func (c *Client) Identity() string { return c.identity }
+
+// FieldManager is the server-side apply field manager of every write.
+func (c *Client) FieldManager() string { return c.fieldManager }
+
+// Core is the core group's typed client: the operator's ConfigMaps
+// (inventory), the kinds' ServiceAccounts (agreement), Events.
+//
+// The core group's, not a kubernetes.Interface: the whole clientset behind
+// an interface keeps every typed client of every group in the binary
+// (text/template's reflection disables the linker's pruning of methods),
+// which cost run 11 MiB of resident memory (test/author's
+// TestBinaryLinksNoUnusedClients).
+func (c *Client) Core() typedcorev1.CoreV1Interface { return c.core }
+
+// Dynamic is the dynamic client, for the CRD installer, which works on
+// one resource it names itself, outside any kind. The engine's calls are
+// the methods of Client, which map kinds with Mapping's reset-on-miss.
+func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
 
 // Mapping returns the resource and scope of gvk. A miss resets the cached
 // discovery and asks again, so a CRD installed after start-up is seen; at
 // most once per resetInterval, so that a kind nobody serves fails fast
 // instead of rediscovering every API group each time.
 func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) && c.mayReset() {
-		c.Mapper.Reset()
-		m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
+	m, err := c.restMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, fmt.Errorf("map %s: no such kind is served (is its CRD installed?): %w", gvk, err)
@@ -98,21 +179,37 @@ func (c *Client) Mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 	return m, nil
 }
 
-func (c *Client) mayReset() bool {
-	now := time.Now().UnixNano()
-	last := c.lastReset.Load()
-	return now-last >= int64(resetInterval) && c.lastReset.CompareAndSwap(last, now)
+// PreferredKind returns the mapping of gk at the version the API server
+// prefers, with Mapping's reset-on-miss; meta.IsNoMatchError tells a kind
+// that is not served.
+func (c *Client) PreferredKind(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	m, err := c.restMapping(gk)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", gk, err)
+	}
+	return m, nil
 }
 
 // Preferred returns the mapping of m's group and kind at the version the
 // API server prefers: every version of a resource is one set of objects,
 // watched once.
 func (c *Client) Preferred(m *meta.RESTMapping) (*meta.RESTMapping, error) {
-	p, err := c.Mapper.RESTMapping(m.GroupVersionKind.GroupKind())
-	if err != nil {
-		return nil, fmt.Errorf("map %s: %w", m.GroupVersionKind.GroupKind(), err)
+	return c.PreferredKind(m.GroupVersionKind.GroupKind())
+}
+
+func (c *Client) restMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(gk, versions...)
+	if meta.IsNoMatchError(err) && c.mayReset() {
+		c.mapper.Reset()
+		m, err = c.mapper.RESTMapping(gk, versions...)
 	}
-	return p, nil
+	return m, err
+}
+
+func (c *Client) mayReset() bool {
+	now := time.Now().UnixNano()
+	last := c.lastReset.Load()
+	return now-last >= int64(resetInterval) && c.lastReset.CompareAndSwap(last, now)
 }
 
 // Namespaced reports whether gvk is a namespaced kind.
@@ -124,13 +221,53 @@ func (c *Client) Namespaced(gvk schema.GroupVersionKind) (bool, error) {
 	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
-// Resource is the dynamic client of a mapped kind in namespace ns (ignored
-// for cluster-scoped kinds).
-func (c *Client) Resource(m *meta.RESTMapping, ns string) dynamic.ResourceInterface {
+// resource is the dynamic client of a mapped kind in namespace ns (ignored
+// for cluster-scoped kinds; "" for all namespaces).
+func (c *Client) resource(m *meta.RESTMapping, ns string) dynamic.ResourceInterface {
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return c.Dynamic.Resource(m.Resource).Namespace(ns)
+		return c.dynamic.Resource(m.Resource).Namespace(ns)
 	}
-	return c.Dynamic.Resource(m.Resource)
+	return c.dynamic.Resource(m.Resource)
+}
+
+// Get reads the object ns/name of a mapped kind live.
+func (c *Client) Get(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
+	return c.resource(m, ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// List lists the objects of a mapped kind live, in namespace ns ("" for
+// all namespaces).
+func (c *Client) List(ctx context.Context, m *meta.RESTMapping, ns string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return c.resource(m, ns).List(ctx, opts)
+}
+
+// ListWatch is an informer's list and watch of gvr in ns ("" for all, or
+// for a cluster-scoped resource) filtered by a label selector, into
+// compact objects (cached.Object).
+func (c *Client) ListWatch(gvr schema.GroupVersionResource, ns, selector string) cache.ListerWatcher {
+	if c.lister == nil {
+		return cached.DynamicListWatch(c.dynamic, gvr, ns, selector)
+	}
+	return c.lister.ListWatch(gvr, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+}
+
+// MetadataListWatch is ListWatch of the objects' metadata only
+// (metav1.PartialObjectMetadata), as k8s.io/client-go/metadata serves it.
+func (c *Client) MetadataListWatch(gvr schema.GroupVersionResource, ns, selector string) cache.ListerWatcher {
+	if c.metadata == nil {
+		return cached.DynamicMetadataListWatch(c.dynamic, gvr, ns, selector)
+	}
+	ri := c.metadata.Resource(gvr).Namespace(ns)
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return ri.Watch(ctx, o)
+		},
+	}, c.metadata)
 }
 
 // Apply server-side applies obj, forcing ownership of the fields it holds,
@@ -145,7 +282,7 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured) (*un
 
 // ApplyMapped is Apply for an object whose mapping the caller has.
 func (c *Client) ApplyMapped(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return c.Resource(m, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, c.applyOptions())
+	return c.resource(m, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, c.applyOptions())
 }
 
 // ApplyStatus server-side applies obj's status through the status
@@ -155,14 +292,14 @@ func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured
 	if err != nil {
 		return nil, err
 	}
-	return c.Resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions())
+	return c.resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions())
 }
 
 // Apply with Force: the operator is the authority on the fields it renders;
 // whoever else set them (a hand edit, an old manager) loses them, which is
 // how drift is repaired.
 func (c *Client) applyOptions() metav1.ApplyOptions {
-	return metav1.ApplyOptions{FieldManager: c.FieldManager, Force: true}
+	return metav1.ApplyOptions{FieldManager: c.fieldManager, Force: true}
 }
 
 // Delete deletes the object of gvk ns/name only if its UID is still uid, in
@@ -172,7 +309,7 @@ func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, ns, na
 	if err != nil {
 		return err
 	}
-	err = c.Resource(m, ns).Delete(ctx, name, metav1.DeleteOptions{
+	err = c.resource(m, ns).Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: ptr.To(uid)},
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 	})
@@ -189,5 +326,5 @@ func (c *Client) Patch(ctx context.Context, gvk schema.GroupVersionKind, ns, nam
 	if err != nil {
 		return nil, err
 	}
-	return c.Resource(m, ns).Patch(ctx, name, pt, data, metav1.PatchOptions{FieldManager: c.FieldManager})
+	return c.resource(m, ns).Patch(ctx, name, pt, data, metav1.PatchOptions{FieldManager: c.fieldManager})
 }

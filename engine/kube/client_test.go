@@ -26,7 +26,7 @@ func (r *resettable) Reset() {
 func TestMappingResetsOnMiss(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"}
 	m := &resettable{DefaultRESTMapper: meta.NewDefaultRESTMapper(nil), pending: []schema.GroupVersionKind{gvk}}
-	c := &Client{Mapper: m}
+	c := NewForClients(Clients{Mapper: m}, "op")
 	got, err := c.Mapping(gvk)
 	if err != nil {
 		t.Fatalf("a kind known after a reset must map: %v", err)

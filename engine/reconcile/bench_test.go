@@ -110,7 +110,7 @@ func benchReconcile(b *testing.B, statusOnly bool, complete ...bool) {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Service"}, meta.RESTScopeNamespace)
 	mapper.Add(k.GVK, meta.RESTScopeNamespace)
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	client := &kube.Client{Dynamic: dyn, Mapper: resettable{mapper}, FieldManager: "op"}
+	client := kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper}, "op")
 
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(`apiVersion: app.example.com/v1

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -39,7 +38,7 @@ func (r *Reconciler) verifyParent(ctx context.Context, obj *unstructured.Unstruc
 	if err != nil {
 		return err
 	}
-	live, err := r.Client.Resource(m, obj.GetNamespace()).Get(ctx, obj.GetName(), getOptions)
+	live, err := r.Client.Get(ctx, m, obj.GetNamespace(), obj.GetName())
 	if err == nil && live.GetUID() == obj.GetUID() {
 		return nil
 	}
@@ -92,5 +91,3 @@ func (r *Reconciler) Sweep(ctx context.Context, exists func(ctx context.Context,
 	}
 	return len(deleted), err
 }
-
-var getOptions = metav1.GetOptions{}

@@ -89,14 +89,14 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 	sel := ownership.Selector(r.Manager, obj.GetUID())
 	remaining := 0
 	for _, gk := range gks {
-		m, err := r.Client.Mapper.RESTMapping(gk)
+		m, err := r.Client.PreferredKind(gk)
 		if meta.IsNoMatchError(err) {
 			continue // the kind itself is gone, and its objects with it
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("finalize: map %s: %w", gk, err)
+			return Result{}, fmt.Errorf("finalize: %w", err)
 		}
-		list, err := r.Client.Dynamic.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		list, err := r.Client.List(ctx, m, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return Result{}, fmt.Errorf("finalize: list %s: %w", gk, err)
 		}

@@ -88,12 +88,12 @@ func (r *Reconciler) pruneScope(ctx context.Context, plan *Plan) ([]*meta.RESTMa
 	}
 	var out []*meta.RESTMapping
 	for _, gk := range slices.SortedFunc(maps.Keys(seen), func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }) {
-		m, err := r.Client.Mapper.RESTMapping(gk)
+		m, err := r.Client.PreferredKind(gk)
 		if meta.IsNoMatchError(err) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("prune: map %s: %w", gk, err)
+			return nil, fmt.Errorf("prune: %w", err)
 		}
 		out = append(out, m)
 	}

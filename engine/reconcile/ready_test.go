@@ -217,7 +217,7 @@ func TestDependsOnReconcile(t *testing.T) {
 		return true, u.DeepCopy(), nil
 	})
 	stats := &Stats{}
-	r := &Reconciler{Kind: k, Client: &kube.Client{Dynamic: dyn, Mapper: resettable{mapper}, FieldManager: "op"},
+	r := &Reconciler{Kind: k, Client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper}, "op"),
 		Applier: apply.NewApplier(cache, nil), Lookups: noLookups{}, Inventory: &memInventory{}, Recorder: &record.FakeRecorder{},
 		Manager: "op", Stats: stats, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
 	jobKey := apply.Key{GR: schema.GroupResource{Group: "batch", Resource: "jobs"}, Namespace: "ns", Name: "web-migrate"}
@@ -374,7 +374,7 @@ spec:
 	f := newFakeCluster(t, parent, []schema.GroupVersion{{Group: "apiextensions.k8s.io", Version: "v1"}, {Group: "e.io", Version: "v1"}, {Group: "x.io", Version: "v1"}})
 	f.mapper.Add(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, meta.RESTScopeRoot)
 	f.mapper.Add(k.GVK, meta.RESTScopeRoot)
-	r := &Reconciler{Kind: k, Client: &kube.Client{Dynamic: f.dyn, Mapper: resettable{f.mapper}, FieldManager: "op"},
+	r := &Reconciler{Kind: k, Client: kube.NewForClients(kube.Clients{Dynamic: f.dyn, Mapper: f.mapper}, "op"),
 		Applier: apply.NewApplier(f.cache, nil), Lookups: noLookups{}, Inventory: &memInventory{}, Recorder: &record.FakeRecorder{},
 		Manager: "op", Stats: &Stats{}}
 	crdKey := apply.Key{GR: schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, Name: "foos.x.io"}

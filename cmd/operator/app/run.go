@@ -16,15 +16,16 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
 	"github.com/tmplop/operator/engine/crd"
 	"github.com/tmplop/operator/engine/crdinstall"
+	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -139,54 +140,18 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		}
 	}
 	setMemoryLimit(log)
-	if f.cpuProfile != "" {
-		out, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer func() { pprof.StopCPUProfile(); out.Close() }()
-	}
-	cfg, ownNamespace, err := restConfig(f.kubeconfig)
+	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err
 	}
-	if f.stateNamespace == "" {
-		f.stateNamespace = ownNamespace
-	}
-	cfg.QPS, cfg.Burst = f.qps, f.burst
-	cfg.UserAgent = "operator/" + version
-
-	recorder, stopEvents, err := controller.NewEventRecorder(ctx, cfg, f.fieldManager)
+	defer stopProfile()
+	cfg, client, err := connect(f)
 	if err != nil {
 		return err
 	}
+	recorder, stopEvents := controller.NewEventRecorderForClient(ctx, client, f.fieldManager)
 	defer stopEvents()
-	var installCRD func(context.Context, *catalog.Kind) error
-	if f.installCRDs {
-		inst, err := crdinstall.New(cfg, f.fieldManager, crd.ForKind, crd.ErrNoSchema)
-		if err != nil {
-			return err
-		}
-		installCRD = inst.Install
-	}
-	if f.defaultAccount != "" {
-		if errs := validation.IsDNS1123Subdomain(f.defaultAccount); len(errs) > 0 {
-			return fmt.Errorf("--default-service-account %q: %s", f.defaultAccount, strings.Join(errs, "; "))
-		}
-	}
-	if f.leader.namespace == "" {
-		f.leader.namespace = f.stateNamespace
-	}
-	protected := protectedNamespaces(f)
-	mgr, err := controller.NewManager(ctx, cfg, controller.Options{
-		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
-		Protected: protected, DefaultServiceAccount: f.defaultAccount,
-		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
-		Standby: f.leader.enabled, InstallCRD: installCRD,
-	})
+	mgr, err := newManager(ctx, client, recorder, f)
 	if err != nil {
 		return err
 	}
@@ -195,14 +160,89 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	defer stopServing()
+	sources, err := folderSources(ctx, cmd, f, mgr, recorder)
+	if err != nil {
+		return err
+	}
+	log.Info("Starting", "templates", templatesShown(useDir, f.templates), "configMapSelector", f.configMaps, "host", cfg.Host,
+		"namespace", f.namespace, "fieldManager", f.fieldManager, "stateNamespace", f.stateNamespace,
+		"leaderElection", f.leader.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protectedNamespaces(f), "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
+	if err := mgr.SyncFolders(ctx, sources...); err != nil {
+		return err
+	}
+	go mgr.Watch(ctx, f.reload, sources...)
+	if f.leader.enabled {
+		stopElection, err := elect(ctx, cfg, f, mgr)
+		if err != nil {
+			return err
+		}
+		// Released after the drain below: the next leader starts as soon
+		// as this one has stopped writing, not a lease duration later.
+		defer stopElection()
+	}
+	<-ctx.Done()
+	log.Info("Shutting down: draining in-flight reconciles", "drainTimeout", f.drainTimeout)
+	mgr.Wait()
+	log.Info("Stopped")
+	defer runtime.KeepAlive(mgr)
+	return writeHeapProfile(f.memProfile)
+}
+
+// connect loads the client config and makes the one client every call of
+// the engine goes through (kube.Client). The state namespace defaults to
+// the one the operator runs in.
+func connect(f *runFlags) (*rest.Config, *kube.Client, error) {
+	cfg, ownNamespace, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.stateNamespace == "" {
+		f.stateNamespace = ownNamespace
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	cfg.UserAgent = "operator/" + version
+	client, err := kube.New(cfg, f.fieldManager)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, client, nil
+}
+
+// newManager is the Manager of the run's flags, with the CRD installer of
+// --install-crds.
+func newManager(ctx context.Context, client *kube.Client, recorder record.EventRecorder, f *runFlags) (*controller.Manager, error) {
+	var installCRD func(context.Context, *catalog.Kind) error
+	if f.installCRDs {
+		installCRD = crdinstall.New(client, crd.ForKind, crd.ErrNoSchema).Install
+	}
+	if f.defaultAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(f.defaultAccount); len(errs) > 0 {
+			return nil, fmt.Errorf("--default-service-account %q: %s", f.defaultAccount, strings.Join(errs, "; "))
+		}
+	}
+	if f.leader.namespace == "" {
+		f.leader.namespace = f.stateNamespace
+	}
+	return controller.NewManagerForClient(ctx, client, controller.Options{
+		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
+		Protected: protectedNamespaces(f), DefaultServiceAccount: f.defaultAccount,
+		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
+		Standby: f.leader.enabled, InstallCRD: installCRD,
+	})
+}
+
+// folderSources are the kind folders' sources: the templates directory
+// (watched for file events, else polled) and the labelled ConfigMaps,
+// listed before it returns.
+func folderSources(ctx context.Context, cmd *cobra.Command, f *runFlags, mgr *controller.Manager, recorder record.EventRecorder) ([]controller.Folders, error) {
 	var sources []controller.Folders
-	if useDir {
+	if f.configMaps == "" || cmd.Flags().Changed("templates") {
 		w, err := controller.WatchDir(ctx, f.templates)
 		if err != nil {
 			if !cmd.Flags().Changed("reload-interval") {
 				f.reload = controller.PollReloadInterval
 			}
-			log.Error(err, "No file events for the templates directory; polling it instead", "reloadInterval", f.reload.String())
+			klog.FromContext(ctx).Error(err, "No file events for the templates directory; polling it instead", "reloadInterval", f.reload.String())
 			sources = append(sources, controller.Dir(f.templates))
 		} else {
 			sources = append(sources, w)
@@ -210,58 +250,65 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	if f.configMaps != "" {
 		if _, err := labels.Parse(f.configMaps); err != nil {
-			return fmt.Errorf("--configmap-selector: %w", err)
+			return nil, fmt.Errorf("--configmap-selector: %w", err)
 		}
-		cs, err := typedcorev1.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		cms := controller.NewConfigMapFolders(cs, f.stateNamespace, f.configMaps, recorder)
+		cms := controller.NewConfigMapFolders(mgr, f.stateNamespace, f.configMaps, recorder)
 		if err := cms.Start(ctx); err != nil {
-			return fmt.Errorf("watch the kind folders' ConfigMaps in %s: %w", f.stateNamespace, err)
+			return nil, fmt.Errorf("watch the kind folders' ConfigMaps in %s: %w", f.stateNamespace, err)
 		}
 		sources = append(sources, cms)
 	}
-	log.Info("Starting", "templates", templatesShown(useDir, f.templates), "configMapSelector", f.configMaps, "host", cfg.Host,
-		"namespace", f.namespace, "fieldManager", f.fieldManager, "stateNamespace", f.stateNamespace,
-		"leaderElection", f.leader.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protected, "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
-	if err := mgr.SyncFolders(ctx, sources...); err != nil {
-		return err
+	return sources, nil
+}
+
+// elect campaigns for leadership; mgr leads once elected. It returns the
+// function that releases the Lease.
+func elect(ctx context.Context, cfg *rest.Config, f *runFlags, mgr *controller.Manager) (func(), error) {
+	if f.leader.id == "" {
+		f.leader.id = strings.ToLower(f.fieldManager) + "-leader"
 	}
-	go mgr.Watch(ctx, f.reload, sources...)
-	if f.leader.enabled {
-		if f.leader.id == "" {
-			f.leader.id = strings.ToLower(f.fieldManager) + "-leader"
-		}
-		e, err := startElection(ctx, cfg, f.leader, mgr.Lead, func() {
-			// Another replica may be writing already: every write of
-			// this one must end now, drained or not, as Kubernetes' own
-			// controllers do.
-			log.Error(nil, "Leader election lost: exiting")
-			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-		})
-		if err != nil {
-			return err
-		}
-		// Released after the drain below: the next leader starts as soon
-		// as this one has stopped writing, not a lease duration later.
-		defer e.stop()
+	e, err := startElection(ctx, cfg, f.leader, mgr.Lead, func() {
+		// Another replica may be writing already: every write of this one
+		// must end now, drained or not, as Kubernetes' own controllers do.
+		klog.FromContext(ctx).Error(nil, "Leader election lost: exiting")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	})
+	if err != nil {
+		return nil, err
 	}
-	<-ctx.Done()
-	log.Info("Shutting down: draining in-flight reconciles", "drainTimeout", f.drainTimeout)
-	mgr.Wait()
-	log.Info("Stopped")
-	defer runtime.KeepAlive(mgr)
-	if f.memProfile != "" {
-		out, err := os.Create(f.memProfile)
-		if err != nil {
-			return fmt.Errorf("heap profile: %w", err)
-		}
-		defer out.Close()
-		runtime.GC() // the profile shows the heap as of the last collection
-		if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
-			return fmt.Errorf("heap profile: %w", err)
-		}
+	return e.stop, nil
+}
+
+// startCPUProfile writes a CPU profile of the run to path ("": none) until
+// the returned function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
+}
+
+// writeHeapProfile writes a heap profile to path ("": none).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer out.Close()
+	runtime.GC() // the profile shows the heap as of the last collection
+	if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+		return fmt.Errorf("heap profile: %w", err)
 	}
 	return nil
 }
