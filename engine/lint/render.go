@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -127,21 +126,18 @@ func asRenderError(file string, err error) *render.Error {
 	return &c
 }
 
-var documentRe = regexp.MustCompile(`^document \d+: `)
-
-// manifestProblem classifies a render error about a rendered document:
-// LNT200 (a child without apiVersion, kind or name), LNT201 (not YAML
-// mappings), or "" for any other failure.
+// manifestProblem classifies a render error about a rendered document by
+// render's mark: LNT200 (a child without apiVersion, kind or name, or a
+// List), LNT201 (not a YAML mapping), or "" for any other failure.
 func manifestProblem(e *render.Error) string {
-	if !documentRe.MatchString(e.Message) {
+	de, ok := errors.AsType[*render.DocumentError](e)
+	switch {
+	case !ok:
 		return ""
+	case de.NotYAML:
+		return CodeNotYAML
 	}
-	for _, s := range []string{"apiVersion is required", "kind is required", "metadata.name is required", "metadata.generateName", "kind List"} {
-		if strings.Contains(e.Message, s) {
-			return CodeManifest
-		}
-	}
-	return CodeNotYAML
+	return CodeManifest
 }
 
 // failure turns a failed render of file into a finding. what says what it

@@ -128,7 +128,3 @@ func (s *Set) execError(file string, err error) *Error {
 	return e
 }
 
-// documentError is a problem with one rendered YAML document of file.
-func documentError(file string, index int, format string, args ...any) *Error {
-	return &Error{Template: file, Message: fmt.Sprintf("document %d: ", index) + fmt.Sprintf(format, args...)}
-}

@@ -89,22 +89,44 @@ func appendManifests(ms []Manifest, file string, out []byte) ([]Manifest, error)
 		}
 		v, err := decodeYAML(doc)
 		if err != nil {
-			return nil, documentError(file, index, "%v", err)
+			return nil, documentError(file, index, true, "%v", err)
 		}
 		if v == nil {
 			continue // "null" or "~": no object, like an empty document
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil, documentError(file, index, "a manifest must be a YAML mapping, got %s", describe(v))
+			return nil, documentError(file, index, true, "a manifest must be a YAML mapping, got %s", describe(v))
 		}
 		if msg := checkManifest(obj); msg != "" {
-			return nil, documentError(file, index, "%s", msg)
+			return nil, documentError(file, index, false, "%s", msg)
 		}
 		ms = append(ms, Manifest{Template: file, Index: index, Object: &unstructured.Unstructured{Object: obj}})
 		index++
 	}
 	return ms, nil
+}
+
+// DocumentError marks a rendered document that the engine cannot apply,
+// found in the *Error's chain: NotYAML when it is not a YAML mapping, else
+// an object that cannot be server-side applied (no apiVersion, kind or
+// name; a List). lint reports the two apart by this mark.
+type DocumentError struct {
+	Index   int // the document's index among the file's non-empty ones
+	NotYAML bool
+}
+
+func (e *DocumentError) Error() string {
+	if e.NotYAML {
+		return fmt.Sprintf("document %d is not a YAML mapping", e.Index)
+	}
+	return fmt.Sprintf("document %d cannot be applied", e.Index)
+}
+
+// documentError is a located error about document index of file.
+func documentError(file string, index int, notYAML bool, format string, args ...any) *Error {
+	return &Error{Template: file, Message: fmt.Sprintf("document %d: ", index) + fmt.Sprintf(format, args...),
+		err: &DocumentError{Index: index, NotYAML: notYAML}}
 }
 
 // checkManifest returns why obj cannot be server-side applied, or "".
