@@ -174,7 +174,9 @@ func (w *lookupWatches) record(gvr schema.GroupVersionResource, p parentRef, r r
 type kindLookups struct {
 	w      *lookupWatches
 	client *kube.Client
-	specs  []catalog.LookupSpec
+	// kind holds the lookup policy (catalog.Kind.ResolveLookup) and the
+	// declared lookups.
+	kind *catalog.Kind
 	// bounds refuse reads in the operator's own namespaces.
 	bounds ownership.Bounds
 }
@@ -197,7 +199,7 @@ func (k *kindLookups) For(ctx context.Context, parent *unstructured.Unstructured
 	k.w.resetReads(p)
 	l := &parentLookup{k: k, parent: parent, ref: p, allowed: map[schema.GroupKind]*resolved{}}
 	var synced []cache.InformerSynced
-	for _, spec := range k.specs {
+	for _, spec := range k.kind.Spec.Lookups {
 		gvk := schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind)
 		m, err := k.client.Mapping(gvk)
 		if err != nil {
@@ -240,31 +242,16 @@ var _ render.Lookup = (*parentLookup)(nil)
 // returns the cache that serves it and the namespace to read.
 func (l *parentLookup) resolve(apiVersion, kind, namespace string) (*resolved, string, error) {
 	gk := schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()
-	r, ok := l.allowed[gk]
-	if !ok {
-		return nil, "", fmt.Errorf("%w: %s is not declared in kind.yaml lookups", render.ErrLookupRefused, gk)
+	r, declared := l.allowed[gk]
+	namespaced := declared && r.mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if namespaced {
+		if err := l.k.bounds.Check(namespace); err != nil {
+			return nil, "", fmt.Errorf("%w: %s: %v", render.ErrLookupRefused, gk, err)
+		}
 	}
-	if r.mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		return r, "", nil
-	}
-	if err := l.k.bounds.Check(namespace); err != nil {
-		return nil, "", fmt.Errorf("%w: %s: %v", render.ErrLookupRefused, gk, err)
-	}
-	pns := l.parent.GetNamespace()
-	if r.spec.AllNamespaces {
-		return r, namespace, nil
-	}
-	where := fmt.Sprintf("namespace %q", namespace)
-	if namespace == "" {
-		where = "all namespaces"
-	}
-	if pns == "" {
-		return nil, "", fmt.Errorf("%w: %s in %s from a cluster-scoped parent, which has no namespace of its own (kind.yaml lookups: allNamespaces: true allows it)",
-			render.ErrLookupRefused, gk, where)
-	}
-	if namespace != pns {
-		return nil, "", fmt.Errorf("%w: %s in %s is outside the parent's namespace %q (kind.yaml lookups: allNamespaces: true allows it)",
-			render.ErrLookupRefused, gk, where, pns)
+	_, namespace, err := l.k.kind.ResolveLookup(gk, namespaced, namespace, l.parent.GetNamespace())
+	if err != nil {
+		return nil, "", err
 	}
 	return r, namespace, nil
 }

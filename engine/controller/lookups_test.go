@@ -22,7 +22,7 @@ func TestLookupsOnFakes(t *testing.T) {
 	m, ctx := newTestManager(t, f, Options{})
 	routed := make(chan parentRef, 10)
 	m.lookups.route = func(p parentRef) { routed <- p }
-	k := &kindLookups{w: m.lookups, client: f.client, specs: []catalog.LookupSpec{{APIVersion: "v1", Kind: "ConfigMap"}}, bounds: m.bounds()}
+	k := &kindLookups{w: m.lookups, client: f.client, kind: &catalog.Kind{Spec: catalog.Spec{Lookups: []catalog.LookupSpec{{APIVersion: "v1", Kind: "ConfigMap"}}}}, bounds: m.bounds()}
 	l, err := k.For(ctx, widget("a", "w1", 1))
 	if err != nil {
 		t.Fatal(err)

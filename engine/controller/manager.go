@@ -211,7 +211,7 @@ func (m *Manager) Start(k *catalog.Kind) error {
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
-		Lookups:   &kindLookups{w: m.lookups, client: client, specs: k.Spec.Lookups, bounds: m.bounds()},
+		Lookups:   &kindLookups{w: m.lookups, client: client, kind: k, bounds: m.bounds()},
 		Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
 		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
 	}
