@@ -55,4 +55,3 @@ func TestConfigMapFS(t *testing.T) {
 		t.Errorf("stat kind.yaml: %v, %v", info, err)
 	}
 }
-

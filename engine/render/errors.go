@@ -127,4 +127,3 @@ func (s *Set) execError(file string, err error) *Error {
 	}
 	return e
 }
-
