@@ -459,108 +459,131 @@ func check(v any, s *apiextensionsv1.JSONSchemaProps, skipEnum bool) error {
 			return fmt.Errorf("%s is not one of the enum values", raw)
 		}
 	}
-	kind := kindOf(s)
-	switch kind {
+	switch kind := kindOf(s); kind {
 	case kIntOrString, kQuantity:
-		switch v := v.(type) {
-		case int64:
-			return nil
-		case string:
-			if s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString(v) {
-				return fmt.Errorf("%q does not match the pattern %s", v, s.Pattern)
-			}
-			return nil
-		}
-		return fmt.Errorf("want an integer or a string, got %v", v)
+		return checkIntOrString(v, s)
 	case kString:
-		str, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("want a string, got %v", v)
-		}
-		n := int64(len([]rune(str)))
-		switch {
-		case s.MinLength != nil && n < *s.MinLength:
-			return fmt.Errorf("%q is shorter than minLength %d", str, *s.MinLength)
-		case s.MaxLength != nil && n > *s.MaxLength:
-			return fmt.Errorf("%q is longer than maxLength %d", str, *s.MaxLength)
-		case s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString(str):
-			return fmt.Errorf("%q does not match the pattern %s", str, s.Pattern)
-		}
+		return checkString(v, s)
 	case kInteger, kNumber:
-		var f float64
-		switch n := v.(type) {
-		case int64:
-			f = float64(n)
-		case float64:
-			if kind == kInteger {
-				return fmt.Errorf("want an integer, got %v", n)
-			}
-			f = n
-		default:
-			return fmt.Errorf("want %s, got %v", map[string]string{kInteger: "an integer", kNumber: "a number"}[kind], v)
-		}
-		switch {
-		case s.Minimum != nil && (f < *s.Minimum || s.ExclusiveMinimum && f == *s.Minimum):
-			return fmt.Errorf("%v is below the minimum %v", f, *s.Minimum)
-		case s.Maximum != nil && (f > *s.Maximum || s.ExclusiveMaximum && f == *s.Maximum):
-			return fmt.Errorf("%v is above the maximum %v", f, *s.Maximum)
-		case s.MultipleOf != nil && math.Mod(f, *s.MultipleOf) != 0:
-			return fmt.Errorf("%v is not a multiple of %v", f, *s.MultipleOf)
-		}
+		return checkNumber(v, s, kind)
 	case kBoolean:
 		if _, ok := v.(bool); !ok {
 			return fmt.Errorf("want true or false, got %v", v)
 		}
 	case kArray:
-		a, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("want a list, got %v", v)
-		}
-		switch n := int64(len(a)); {
-		case s.MinItems != nil && n < *s.MinItems:
-			return fmt.Errorf("%d items, fewer than minItems %d", n, *s.MinItems)
-		case s.MaxItems != nil && n > *s.MaxItems:
-			return fmt.Errorf("%d items, more than maxItems %d", n, *s.MaxItems)
-		}
-		for i, it := range a {
-			if err := check(it, s.Items.Schema, false); err != nil {
-				return fmt.Errorf("item %d: %v", i, err)
-			}
-		}
+		return checkArray(v, s)
 	case kMap, kObject:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fmt.Errorf("want an object, got %v", v)
+		return checkObject(v, s)
+	}
+	return nil
+}
+
+func checkIntOrString(v any, s *apiextensionsv1.JSONSchemaProps) error {
+	switch v := v.(type) {
+	case int64:
+		return nil
+	case string:
+		if s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString(v) {
+			return fmt.Errorf("%q does not match the pattern %s", v, s.Pattern)
 		}
-		switch n := int64(len(m)); {
-		case s.MinProperties != nil && n < *s.MinProperties:
-			return fmt.Errorf("%d fields, fewer than minProperties %d", n, *s.MinProperties)
-		case s.MaxProperties != nil && n > *s.MaxProperties:
-			return fmt.Errorf("%d fields, more than maxProperties %d", n, *s.MaxProperties)
+		return nil
+	}
+	return fmt.Errorf("want an integer or a string, got %v", v)
+}
+
+func checkString(v any, s *apiextensionsv1.JSONSchemaProps) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a string, got %v", v)
+	}
+	n := int64(len([]rune(str)))
+	switch {
+	case s.MinLength != nil && n < *s.MinLength:
+		return fmt.Errorf("%q is shorter than minLength %d", str, *s.MinLength)
+	case s.MaxLength != nil && n > *s.MaxLength:
+		return fmt.Errorf("%q is longer than maxLength %d", str, *s.MaxLength)
+	case s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString(str):
+		return fmt.Errorf("%q does not match the pattern %s", str, s.Pattern)
+	}
+	return nil
+}
+
+func checkNumber(v any, s *apiextensionsv1.JSONSchemaProps, kind string) error {
+	var f float64
+	switch n := v.(type) {
+	case int64:
+		f = float64(n)
+	case float64:
+		if kind == kInteger {
+			return fmt.Errorf("want an integer, got %v", n)
 		}
-		for _, r := range s.Required {
-			if _, ok := m[r]; !ok {
-				return fmt.Errorf("%s is required", r)
-			}
+		f = n
+	default:
+		return fmt.Errorf("want %s, got %v", map[string]string{kInteger: "an integer", kNumber: "a number"}[kind], v)
+	}
+	switch {
+	case s.Minimum != nil && (f < *s.Minimum || s.ExclusiveMinimum && f == *s.Minimum):
+		return fmt.Errorf("%v is below the minimum %v", f, *s.Minimum)
+	case s.Maximum != nil && (f > *s.Maximum || s.ExclusiveMaximum && f == *s.Maximum):
+		return fmt.Errorf("%v is above the maximum %v", f, *s.Maximum)
+	case s.MultipleOf != nil && math.Mod(f, *s.MultipleOf) != 0:
+		return fmt.Errorf("%v is not a multiple of %v", f, *s.MultipleOf)
+	}
+	return nil
+}
+
+func checkArray(v any, s *apiextensionsv1.JSONSchemaProps) error {
+	a, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("want a list, got %v", v)
+	}
+	switch n := int64(len(a)); {
+	case s.MinItems != nil && n < *s.MinItems:
+		return fmt.Errorf("%d items, fewer than minItems %d", n, *s.MinItems)
+	case s.MaxItems != nil && n > *s.MaxItems:
+		return fmt.Errorf("%d items, more than maxItems %d", n, *s.MaxItems)
+	}
+	for i, it := range a {
+		if err := check(it, s.Items.Schema, false); err != nil {
+			return fmt.Errorf("item %d: %v", i, err)
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+	}
+	return nil
+}
+
+func checkObject(v any, s *apiextensionsv1.JSONSchemaProps) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("want an object, got %v", v)
+	}
+	switch n := int64(len(m)); {
+	case s.MinProperties != nil && n < *s.MinProperties:
+		return fmt.Errorf("%d fields, fewer than minProperties %d", n, *s.MinProperties)
+	case s.MaxProperties != nil && n > *s.MaxProperties:
+		return fmt.Errorf("%d fields, more than maxProperties %d", n, *s.MaxProperties)
+	}
+	for _, r := range s.Required {
+		if _, ok := m[r]; !ok {
+			return fmt.Errorf("%s is required", r)
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			var sub *apiextensionsv1.JSONSchemaProps
-			if p, ok := s.Properties[k]; ok {
-				sub = &p
-			} else if s.AdditionalProperties != nil {
-				sub = s.AdditionalProperties.Schema
-			} else if s.XPreserveUnknownFields == nil || !*s.XPreserveUnknownFields {
-				return fmt.Errorf("%s is not a field (the API server would drop it)", k)
-			}
-			if sub != nil {
-				if err := check(m[k], sub, false); err != nil {
-					return fmt.Errorf("%s: %v", k, err)
-				}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var sub *apiextensionsv1.JSONSchemaProps
+		if p, ok := s.Properties[k]; ok {
+			sub = &p
+		} else if s.AdditionalProperties != nil {
+			sub = s.AdditionalProperties.Schema
+		} else if s.XPreserveUnknownFields == nil || !*s.XPreserveUnknownFields {
+			return fmt.Errorf("%s is not a field (the API server would drop it)", k)
+		}
+		if sub != nil {
+			if err := check(m[k], sub, false); err != nil {
+				return fmt.Errorf("%s: %v", k, err)
 			}
 		}
 	}
