@@ -16,8 +16,11 @@
 //     Current), a Pod that failed is Failed, and the replica workloads say
 //     "1/2 available".
 //   - Let a kind folder judge kinds kstatus cannot (kind.yaml readyWhen): a
-//     Go template (sprig) over the live child that prints true when it is
-//     ready. Expressions are parsed once, at load (Parse).
+//     Go template over the live child that prints true when it is ready.
+//     Expressions are parsed once, at load (NewChecker), and evaluated as
+//     a render is (render.Expr): with the templates' functions, under a
+//     time and output budget, abandoned past their deadline; an expression
+//     that fails is Unknown, with the render's error as the message.
 //   - Read nothing but the object given: health comes from the objects the
 //     reconcile already holds (the apply's response, the children watch),
 //     never from a request of its own. The object is not modified.

@@ -3,6 +3,7 @@ package health
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -228,6 +229,29 @@ func TestReadyWhen(t *testing.T) {
 			t.Errorf("Check = %+v, name now %q", got, obj.GetName())
 		}
 	})
+}
+
+// TestReadyWhenBudget: an expression runs under a budget, as a render does:
+// one that loops or builds without bound is stopped, Unknown, within its
+// time budget plus a grace period.
+func TestReadyWhenBudget(t *testing.T) {
+	c, err := NewChecker([]Rule{
+		{APIVersion: "e.io/v1", Kind: "Slow", Expression: `{{ range until 50 }}{{ $k := genPrivateKey "rsa" }}{{ end }}true`},
+		{APIVersion: "e.io/v1", Kind: "Growing", Expression: `{{ $s := "ab" }}{{ range until 60 }}{{ $s = cat $s $s }}{{ end }}true`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, want := range map[string]string{"Slow": "readyWhen: did not finish within 1s", "Growing": "render budget exceeded: output"} {
+		start := time.Now()
+		got := c.Check(object(t, "apiVersion: e.io/v1\nkind: "+kind+"\nmetadata: {name: x}"))
+		if got.Status != Unknown || got.Reason != "ReadyWhenFailed" || !strings.Contains(got.Message, want) {
+			t.Errorf("%s: Check = %+v, want Unknown with message ~%q", kind, got, want)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: took %s", kind, d)
+		}
+	}
 }
 
 func TestNewCheckerErrors(t *testing.T) {

@@ -1,41 +1,37 @@
 package health
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"text/template"
 	"time"
 
-	"github.com/Masterminds/sprig/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tmplop/operator/engine/render"
 )
 
-// Limits of one readyWhen evaluation. An expression is the folder author's,
-// like a template, but it runs on every change of every child of its kind:
-// it must stay small and fast.
+// An expression is the folder author's, like a template, but it runs on
+// every change of every child of its kind: it must stay small and fast.
+// It is evaluated as a render is (render.Expr): on a worker, with the
+// templates' functions, under a budget, abandoned past its deadline, and
+// refused while two evaluations of it still run abandoned (a loop in an
+// expression may hold a CPU, not every CPU).
 const (
+	// maxOutput bounds what an expression prints: the message of a child
+	// that is not ready.
 	maxOutput = 1024
 	timeout   = time.Second
-	// maxRunaway is how many evaluations past their deadline may still
-	// run before new ones are refused: a loop in an expression may hold a
-	// CPU, not every CPU.
-	maxRunaway = 2
 )
 
-// funcs are sprig's functions without the operator's environment, as the
-// templates have them.
-var funcs = sync.OnceValue(func() template.FuncMap {
-	f := sprig.TxtFuncMap()
-	delete(f, "env")
-	delete(f, "expandenv")
-	f["getHostByName"] = func(string) string { return "" }
-	return f
-})
+// budget is every evaluation's: its time, and the render's defaults for
+// what it may produce, so that any child the API server holds can be
+// printed or copied.
+var budget = render.Budget{Timeout: timeout}
+
+// name is the template an expression is parsed as, which errors name.
+const exprName = "readyWhen"
 
 // Parse checks a readyWhen expression: a Go template over the child.
 func Parse(expression string) error {
@@ -43,79 +39,32 @@ func Parse(expression string) error {
 	return err
 }
 
-type rule struct {
-	tmpl    *template.Template
-	runaway atomic.Int32
-}
+type rule struct{ expr *render.Expr }
 
 func parse(expression string) (*rule, error) {
 	if strings.TrimSpace(expression) == "" {
 		return nil, errors.New("expression is empty")
 	}
-	t, err := template.New("readyWhen").Funcs(funcs()).Parse(expression)
+	e, err := render.ParseExpr(exprName, expression)
 	if err != nil {
-		return nil, err
+		// As text/template names it: "template: readyWhen:1: ...".
+		return nil, fmt.Errorf("template: %w", err)
 	}
-	return &rule{tmpl: t}, nil
+	return &rule{expr: e}, nil
 }
 
 // eval renders the expression over a copy of obj: true is Current, any
 // other output InProgress (with the output as the message), an error
 // Unknown.
 func (r *rule) eval(obj *unstructured.Unstructured) Result {
-	if n := r.runaway.Load(); n >= maxRunaway {
-		return Result{Status: Unknown, Reason: "ReadyWhenFailed",
-			Message: fmt.Sprintf("readyWhen: %d earlier evaluations are still running past their deadline", n)}
+	out, err := r.expr.Eval(context.Background(), obj.Object, budget)
+	if err == nil && len(out) > maxOutput {
+		err = fmt.Errorf("output over %d bytes", maxOutput)
 	}
-	type outcome struct {
-		out string
-		err error
+	if err != nil {
+		return Result{Status: Unknown, Reason: "ReadyWhenFailed", Message: "readyWhen: " + failure(err)}
 	}
-	const (
-		running = iota
-		finished
-		abandoned
-	)
-	var state atomic.Int32
-	done := make(chan outcome, 1)
-	go func() {
-		var o outcome
-		defer func() {
-			if p := recover(); p != nil {
-				o = outcome{err: fmt.Errorf("panic: %v", p)}
-			}
-			if state.CompareAndSwap(running, finished) {
-				done <- o
-				return
-			}
-			r.runaway.Add(-1)
-		}()
-		// sprig's set and unset modify maps: the child stays as it is.
-		data := runtime.DeepCopyJSON(obj.Object)
-		w := &capped{}
-		if err := r.tmpl.Execute(w, data); err != nil {
-			o.err = err
-			return
-		}
-		o.out = w.buf.String()
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var o outcome
-	select {
-	case o = <-done:
-	case <-timer.C:
-		r.runaway.Add(1)
-		if state.CompareAndSwap(running, abandoned) {
-			return Result{Status: Unknown, Reason: "ReadyWhenFailed", Message: fmt.Sprintf("readyWhen: did not finish within %s", timeout)}
-		}
-		r.runaway.Add(-1) // it finished meanwhile
-		o = <-done
-	}
-	if o.err != nil {
-		return Result{Status: Unknown, Reason: "ReadyWhenFailed", Message: "readyWhen: " + o.err.Error()}
-	}
-	out := strings.TrimSpace(strings.ReplaceAll(o.out, "<no value>", ""))
+	out = strings.TrimSpace(out)
 	if out == "true" {
 		return Result{Status: Current, Message: "readyWhen is true"}
 	}
@@ -125,12 +74,17 @@ func (r *rule) eval(obj *unstructured.Unstructured) Result {
 	return Result{Status: InProgress, Reason: "ReadyWhenNotTrue", Message: out}
 }
 
-// capped is a writer that fails past maxOutput bytes.
-type capped struct{ buf bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > maxOutput {
-		return 0, fmt.Errorf("output over %d bytes", maxOutput)
+// failure says why an evaluation failed: the budgets of time and runaway
+// evaluations in readyWhen's own words, anything else as the render says
+// it, located in the expression.
+func failure(err error) string {
+	be, ok := errors.AsType[*render.BudgetError](err)
+	switch {
+	case !ok:
+	case be.Budget == render.BudgetTime:
+		return fmt.Sprintf("did not finish within %s", time.Duration(be.Limit))
+	case be.Budget == render.BudgetDegraded:
+		return fmt.Sprintf("%d earlier evaluations are still running past their deadline", be.Limit)
 	}
-	return c.buf.Write(p)
+	return err.Error()
 }

@@ -86,6 +86,9 @@
 //     each call being bounded (render.go). While two abandoned renders of
 //     one object still run, that object's renders are refused, not those
 //     of the folder's other objects (runaway.go).
+//   - Evaluate one expression over a value the same way (ParseExpr,
+//     Expr.Eval: kind.yaml's readyWhen over a live child, engine/health):
+//     the templates' functions, a Budget, abandoned past its deadline.
 //   - Report what the callers' guards need: the files whose list lookups
 //     came back empty, and the functions called whose results differ from
 //     one call to the next.
