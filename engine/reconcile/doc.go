@@ -2,10 +2,15 @@
 // It is called by a controller worker with an object from the informer
 // cache, and runs the pipeline once:
 //
-//	lookups -> render children -> adopt (ownership) -> record kinds
-//	(inventory) -> claim (apply.Prepare) -> apply in dependency order,
-//	judging each child's health (engine/health) -> prune (deletion
-//	guard) -> readiness conditions -> render status -> write status
+//	memo check (memo.go) -> lookups, render children, adopt (plan.go)
+//	-> record kinds (inventory), claim names (claim.go) -> apply in
+//	dependency order, judging each child's health (apply_step.go) ->
+//	prune with the deletion guard (prune.go) -> readiness conditions,
+//	status.yaml, one status write (status_step.go)
+//
+// Reconcile (reconcile.go) reads as those steps; each is a function of its
+// own file that takes what the step before produced (a trip), as kro's
+// runtime does.
 //
 // # Responsibilities
 //

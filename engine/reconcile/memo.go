@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,3 +111,41 @@ func (e *memoEntry) check(obj *unstructured.Unstructured, a *apply.Applier) int 
 
 // Forget drops what is remembered of a parent, when it is deleted.
 func (r *Reconciler) Forget(uid types.UID) { r.memo.drop(uid) }
+
+// fromMemo answers from what the last complete reconcile of obj saw, when
+// it can: nothing changed (nothing to do), or only the children's status
+// (only the status step). done reports whether it answered.
+func (r *Reconciler) fromMemo(ctx context.Context, obj *unstructured.Unstructured) (done bool, err error) {
+	if r.memoizable() {
+		switch r.memo.get(obj.GetUID()).check(obj, r.Applier) {
+		case memoSame:
+			r.Stats.add(&r.Stats.Unchanged)
+			return true, nil
+		case memoStatusOnly:
+			if ok, err := r.statusOnly(ctx, obj); ok {
+				return true, err
+			}
+		}
+	}
+	r.memo.drop(obj.GetUID())
+	return false, nil
+}
+
+// memoizable reports whether renders of this kind read nothing but their
+// object (no lookups), a condition for remembering them (see memo).
+func (r *Reconciler) memoizable() bool { return len(r.Kind.Spec.Lookups) == 0 }
+
+// remember records what a complete reconcile of obj saw: every planned
+// child, in apply order, with whether it waits; the resourceVersions of
+// those that exist.
+func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured, states []childState) {
+	e := &memoEntry{parentRV: obj.GetResourceVersion(), children: make([]memoChild, len(desired))}
+	for i, d := range desired {
+		c := memoChild{key: d.Key, state: states[i]}
+		if live := lives[i]; live != nil {
+			c.exists, c.rv, c.generation, c.hash = true, live.GetResourceVersion(), live.GetGeneration(), live.GetAnnotations()[ownership.AnnotationHash]
+		}
+		e.children[i] = c
+	}
+	r.memo.put(obj.GetUID(), e)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/status"
 )
 
 // Child is one rendered, adopted child.
@@ -201,4 +202,20 @@ func (plan *Plan) adopt(kind *catalog.Kind, obj *unstructured.Unstructured, ms [
 func IsPlanError(err error) bool {
 	var pe *PlanError
 	return errors.As(err, &pe)
+}
+
+// plan reads what the object's render may read, renders its children and
+// adopts them.
+func (r *Reconciler) plan(ctx context.Context, obj *unstructured.Unstructured) (*trip, error) {
+	t := &trip{obj: obj, now: r.now()}
+	lookup, err := r.Lookups.For(ctx, obj)
+	if err != nil {
+		return nil, failed(status.ReasonLookupFailed, err)
+	}
+	t.lookup = lookup
+	t.in = render.Input{Lookup: lookup, Now: t.now, Budget: r.Kind.RenderBudget(r.Budget)}
+	rendering := time.Now()
+	t.plan, err = MakePlan(ctx, r.Kind, obj, t.in, r.Client.Namespaced, r.policy())
+	observeRender(r.Kind.GVK.GroupKind(), RenderChildren, rendering)
+	return t, err
 }

@@ -3,10 +3,8 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,224 +75,73 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Reconcile runs the pipeline once for obj, a copy the caller owns.
+// Reconcile runs the pipeline once for obj, a copy the caller owns. It
+// reads as the steps, each taking what the one before produced: memo check
+// (memo.go) -> render and plan (plan.go) -> claim (claim.go) -> apply in
+// order (apply_step.go) -> prune guard (prune.go) -> readiness and status
+// (status_step.go).
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	r.Stats.add(&r.Stats.Reconciles)
 	if obj.GetDeletionTimestamp() != nil {
 		r.memo.drop(obj.GetUID())
 		return r.finalize(ctx, obj)
 	}
-	if r.memoizable() {
-		switch r.memo.get(obj.GetUID()).check(obj, r.Applier) {
-		case memoSame:
-			r.Stats.add(&r.Stats.Unchanged)
-			return Result{}, nil
-		case memoStatusOnly:
-			if ok, err := r.statusOnly(ctx, obj); ok {
-				return Result{}, err
-			}
-		}
+	if done, err := r.fromMemo(ctx, obj); done {
+		return Result{}, err
 	}
-	r.memo.drop(obj.GetUID())
-	now := r.now()
-	lookup, err := r.Lookups.For(ctx, obj)
-	if err != nil {
-		return Result{}, r.fail(ctx, obj, failed(status.ReasonLookupFailed, err))
-	}
-	in := render.Input{Lookup: lookup, Now: now, Budget: r.Kind.RenderBudget(r.Budget)}
-	rendering := time.Now()
-	plan, err := MakePlan(ctx, r.Kind, obj, in, r.Client.Namespaced, r.policy())
-	observeRender(r.Kind.GVK.GroupKind(), RenderChildren, rendering)
+	t, err := r.plan(ctx, obj)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, err)
 	}
-	desired, err := r.prepare(ctx, obj, plan)
+	if err := r.claim(ctx, t); err != nil {
+		return Result{}, r.stepFailed(ctx, obj, err)
+	}
+	applied, err := r.applyChildren(ctx, t)
+	if err != nil || applied.gone {
+		return Result{}, r.stepFailed(ctx, obj, err)
+	}
+	pruned, err := r.prune(ctx, obj, t.plan, applied.keep, t.now)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, err)
 	}
-	skip, unstableMsg := r.unstable(ctx, obj, plan, desired, in)
-
-	want := currentMeta(obj)
-	want.finalizer = want.finalizer || plan.NeedsFinalizer()
-	if err := r.writeParentMeta(ctx, obj, want); err != nil {
+	t.meta.pruneHeld = pruned.meta
+	if err := r.writeParentMeta(ctx, obj, t.meta); err != nil {
 		return Result{}, r.parentChanged(ctx, obj, err)
 	}
+	return r.report(ctx, t, applied, pruned)
+}
 
-	keep := map[apply.Key]bool{}
-	created := map[apply.Key]apply.Child{} // outside the namespace, by this reconcile
-	lives := make([]*unstructured.Unstructured, len(desired))
-	states := make([]childState, len(desired))
-	for i, c := range plan.Children {
-		states[i] = childState{template: c.Template, label: label(c.Object), first: isFirst(c.Object)}
-	}
-	deps := r.Kind.Spec.DependsOn
-	gates := map[string]*wait{}
-	var waits []wait
-	var unserved time.Duration // a child whose CRD is Current but not served yet
-	for _, i := range applyOrder(plan.Children, deps) {
-		d, st := desired[i], &states[i]
-		keep[d.Key] = true
-		live := d.Live
-		if !st.first && !d.UpToDate {
-			// A child that would be written waits until the children its
-			// template depends on are Current; one up to date has nothing
-			// to wait for.
-			w, seen := gates[st.template]
-			if !seen {
-				w = blocker(st.template, deps[st.template], states)
-				gates[st.template] = w
-				if w != nil {
-					waits = append(waits, *w)
-				}
-			}
-			if w == nil && d.Mapping == nil {
-				// Its CRD, a child, is Current, and discovery does not
-				// serve the kind yet.
-				w = &wait{template: st.template, dep: st.template, on: st.label + ": its CustomResourceDefinition is not served yet"}
-				waits = append(waits, *w)
-				unserved = crdServeRetry
-			}
-			st.waiting = w != nil
-		}
-		if !st.waiting && !skip[i] {
-			out, err := r.Applier.Apply(ctx, r.Client, d)
-			if err != nil {
-				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-					// The namespace, and the parent with it, is going away:
-					// nothing to repair, nothing to report.
-					klog.FromContext(ctx).V(2).Info("Namespace terminating: not applying", "template", plan.Children[i].Template)
-					return Result{}, nil
-				}
-				return Result{}, r.fail(ctx, obj, fmt.Errorf("%s: %w", plan.Children[i].Template, err))
-			}
-			r.Stats.applied(out.Skipped)
-			live = out.Live
-			if plan.Children[i].NeedsFinalizer && d.Live == nil {
-				created[d.Key] = out.Live
-			}
-		}
-		lives[i] = live
-		if live != nil {
-			st.live, st.health = true, r.Kind.Health.Check(live)
-		}
-	}
-	if len(waits) > 0 {
-		klog.FromContext(ctx).V(2).Info("Children wait for their dependencies", "waits", fmt.Sprint(waits))
-	}
+// trip is one reconcile of one object, as its steps fill it in.
+type trip struct {
+	obj    *unstructured.Unstructured
+	now    time.Time
+	lookup render.Lookup
+	in     render.Input
+	plan   *Plan
+	// From the claim: the children as they will be applied, the ones left
+	// as they are (they render differently each time) and why, and the
+	// parent's metadata to keep.
+	desired     []*apply.Desired
+	skip        map[int]bool
+	unstableMsg string
+	meta        parentMeta
+}
 
-	if err := r.verifyParent(ctx, obj, created); err != nil {
-		if errors.Is(err, errParentGone) {
-			return Result{}, nil
-		}
-		return Result{}, r.fail(ctx, obj, err)
+// stepFailed reports the failure of a step: nil when the step ended the
+// reconcile with nothing to report (the parent or its namespace is going).
+func (r *Reconciler) stepFailed(ctx context.Context, obj *unstructured.Unstructured, err error) error {
+	if err == nil {
+		return nil
 	}
-
-	pruned, err := r.prune(ctx, obj, plan, keep, now)
-	if err != nil {
-		return Result{}, r.fail(ctx, obj, err)
+	if pm, ok := errors.AsType[*parentMetaError](err); ok {
+		return r.parentChanged(ctx, obj, pm.err)
 	}
-	want.pruneHeld = pruned.meta
-	if err := r.writeParentMeta(ctx, obj, want); err != nil {
-		return Result{}, r.parentChanged(ctx, obj, err)
-	}
-
-	st, err := statusStep{kind: r.Kind, obj: obj, states: states, lives: lives, waits: waits, pruneHeld: pruned.held != nil,
-		lookup: lookup, now: now, budget: in.Budget}.render(ctx)
-	if err != nil {
-		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
-	}
-	rendered, sres, readyConds := st.rendered, st.result, st.readyConds
-	cond := reconciledCondition(obj)
-	if unstableMsg != "" {
-		cond = status.Reconciled(status.ReasonNonDeterministic, unstableMsg, obj.GetGeneration())
-		if c := status.Find(statusOf(obj), status.ConditionReconciled); c == nil || c.Reason != status.ReasonNonDeterministic {
-			r.Recorder.Event(obj, corev1.EventTypeWarning, status.ReasonNonDeterministic, unstableMsg)
-		}
-	}
-	conds := []metav1.Condition{cond}
-	if pruned.held != nil {
-		conds = append(conds, *pruned.held)
-	}
-	conds = append(conds, readyConds...)
-	if err := r.writeStatus(ctx, obj, rendered, conds); err != nil {
-		return Result{}, err // the condition cannot be written either: retry
-	}
-	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
-		len(sres.Nondeterministic) == 0 && unstableMsg == "" && pruned.held == nil && len(created) == 0 && unserved == 0 {
-		r.remember(obj, desired, lives, states)
-	}
-	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), unserved)}, nil
+	return r.fail(ctx, obj, err)
 }
 
 // reconciledCondition is Reconciled=True at obj's generation.
 func reconciledCondition(obj *unstructured.Unstructured) metav1.Condition {
 	return status.Reconciled(status.ReasonReconciled, "", obj.GetGeneration())
-}
-
-// memoizable reports whether renders of this kind read nothing but their
-// object (no lookups), a condition for remembering them (see memo).
-func (r *Reconciler) memoizable() bool { return len(r.Kind.Spec.Lookups) == 0 }
-
-// remember records what a complete reconcile of obj saw: every planned
-// child, in apply order, with whether it waits; the resourceVersions of
-// those that exist.
-func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured, states []childState) {
-	e := &memoEntry{parentRV: obj.GetResourceVersion(), children: make([]memoChild, len(desired))}
-	for i, d := range desired {
-		c := memoChild{key: d.Key, state: states[i]}
-		if live := lives[i]; live != nil {
-			c.exists, c.rv, c.generation, c.hash = true, live.GetResourceVersion(), live.GetGeneration(), live.GetAnnotations()[ownership.AnnotationHash]
-		}
-		e.children[i] = c
-	}
-	r.memo.put(obj.GetUID(), e)
-}
-
-// statusOnly renders and writes the status of obj when only its children's
-// status changed since its last complete reconcile: their health and the
-// conditions are judged again from the watched children. It reports false
-// when the caches cannot serve it, or when children that waited need not
-// wait any more, and the full reconcile must run.
-func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
-	e := r.memo.get(obj.GetUID())
-	lives := make([]*unstructured.Unstructured, len(e.children))
-	desired := make([]*apply.Desired, len(e.children))
-	states := make([]childState, len(e.children))
-	for i, c := range e.children {
-		desired[i] = &apply.Desired{Key: c.key}
-		states[i] = c.state
-		if !c.exists {
-			continue
-		}
-		live, ok := r.Applier.Live(c.key)
-		if !ok {
-			return false, nil
-		}
-		lives[i] = live
-		states[i].live, states[i].health = true, r.Kind.Health.Check(live)
-	}
-	waits, still := regate(states, r.Kind.Spec.DependsOn)
-	if !still {
-		return false, nil // a dependency became Current: apply what waited
-	}
-	now := r.now()
-	lookup, err := r.Lookups.For(ctx, obj)
-	if err != nil {
-		return false, nil
-	}
-	st, err := statusStep{kind: r.Kind, obj: obj, states: states, lives: lives, waits: waits,
-		lookup: lookup, now: now, budget: r.Kind.RenderBudget(r.Budget)}.render(ctx)
-	if err != nil || st.result.RequeueAfter > 0 || len(st.result.Nondeterministic) > 0 {
-		return false, nil // the full reconcile reports it, or does not remember
-	}
-	conds := append([]metav1.Condition{reconciledCondition(obj)}, st.readyConds...)
-	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
-		r.memo.drop(obj.GetUID())
-		return true, err
-	}
-	r.Stats.add(&r.Stats.StatusOnly)
-	r.remember(obj, desired, lives, states)
-	return true, nil
 }
 
 // parentChanged handles a failed write to the parent's metadata. Its UID

@@ -4,11 +4,14 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/status"
 )
 
 // statusStep is the last step of a reconcile, as a function of what the
@@ -69,4 +72,83 @@ func Preview(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruct
 	}
 	conds = append(conds, reconciledCondition(obj))
 	return st.rendered, append(conds, st.readyConds...), st.result.RequeueAfter, nil
+}
+
+// report is the last step: the conditions, status.yaml over the children,
+// one write of the status, and what to remember for the next reconcile.
+func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildren, pruned pruneOutcome) (Result, error) {
+	obj := t.obj
+	st, err := statusStep{kind: r.Kind, obj: obj, states: applied.states, lives: applied.lives, waits: applied.waits, pruneHeld: pruned.held != nil,
+		lookup: t.lookup, now: t.now, budget: t.in.Budget}.render(ctx)
+	if err != nil {
+		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
+	}
+	cond := reconciledCondition(obj)
+	if t.unstableMsg != "" {
+		cond = status.Reconciled(status.ReasonNonDeterministic, t.unstableMsg, obj.GetGeneration())
+		if c := status.Find(statusOf(obj), status.ConditionReconciled); c == nil || c.Reason != status.ReasonNonDeterministic {
+			r.Recorder.Event(obj, corev1.EventTypeWarning, status.ReasonNonDeterministic, t.unstableMsg)
+		}
+	}
+	conds := []metav1.Condition{cond}
+	if pruned.held != nil {
+		conds = append(conds, *pruned.held)
+	}
+	conds = append(conds, st.readyConds...)
+	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
+		return Result{}, err // the condition cannot be written either: retry
+	}
+	plan, sres := t.plan, st.result
+	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
+		len(sres.Nondeterministic) == 0 && t.unstableMsg == "" && pruned.held == nil && len(applied.created) == 0 && applied.unserved == 0 {
+		r.remember(obj, t.desired, applied.lives, applied.states)
+	}
+	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), applied.unserved)}, nil
+}
+
+// statusOnly renders and writes the status of obj when only its children's
+// status changed since its last complete reconcile: their health and the
+// conditions are judged again from the watched children. It reports false
+// when the caches cannot serve it, or when children that waited need not
+// wait any more, and the full reconcile must run.
+func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	e := r.memo.get(obj.GetUID())
+	lives := make([]*unstructured.Unstructured, len(e.children))
+	desired := make([]*apply.Desired, len(e.children))
+	states := make([]childState, len(e.children))
+	for i, c := range e.children {
+		desired[i] = &apply.Desired{Key: c.key}
+		states[i] = c.state
+		if !c.exists {
+			continue
+		}
+		live, ok := r.Applier.Live(c.key)
+		if !ok {
+			return false, nil
+		}
+		lives[i] = live
+		states[i].live, states[i].health = true, r.Kind.Health.Check(live)
+	}
+	waits, still := regate(states, r.Kind.Spec.DependsOn)
+	if !still {
+		return false, nil // a dependency became Current: apply what waited
+	}
+	now := r.now()
+	lookup, err := r.Lookups.For(ctx, obj)
+	if err != nil {
+		return false, nil
+	}
+	st, err := statusStep{kind: r.Kind, obj: obj, states: states, lives: lives, waits: waits,
+		lookup: lookup, now: now, budget: r.Kind.RenderBudget(r.Budget)}.render(ctx)
+	if err != nil || st.result.RequeueAfter > 0 || len(st.result.Nondeterministic) > 0 {
+		return false, nil // the full reconcile reports it, or does not remember
+	}
+	conds := append([]metav1.Condition{reconciledCondition(obj)}, st.readyConds...)
+	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
+		r.memo.drop(obj.GetUID())
+		return true, err
+	}
+	r.Stats.add(&r.Stats.StatusOnly)
+	r.remember(obj, desired, lives, states)
+	return true, nil
 }

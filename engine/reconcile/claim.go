@@ -110,3 +110,29 @@ func (r *Reconciler) unstable(ctx context.Context, obj *unstructured.Unstructure
 func childID(o *unstructured.Unstructured) string {
 	return o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()
 }
+
+// claim checks every planned child against what holds its name, leaves
+// alone the children that render differently each time, and writes the
+// finalizer the plan needs before anything is applied outside the
+// namespace.
+func (r *Reconciler) claim(ctx context.Context, t *trip) error {
+	desired, err := r.prepare(ctx, t.obj, t.plan)
+	if err != nil {
+		return err
+	}
+	t.desired = desired
+	t.skip, t.unstableMsg = r.unstable(ctx, t.obj, t.plan, desired, t.in)
+	t.meta = currentMeta(t.obj)
+	t.meta.finalizer = t.meta.finalizer || t.plan.NeedsFinalizer()
+	if err := r.writeParentMeta(ctx, t.obj, t.meta); err != nil {
+		return &parentMetaError{err}
+	}
+	return nil
+}
+
+// parentMetaError is a failed write of the parent's metadata: its UID
+// precondition fails when the object went away (parentChanged).
+type parentMetaError struct{ err error }
+
+func (e *parentMetaError) Error() string { return e.err.Error() }
+func (e *parentMetaError) Unwrap() error { return e.err }

@@ -1,0 +1,114 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/tmplop/operator/engine/apply"
+)
+
+// appliedChildren is what the apply step leaves for the prune and status
+// steps.
+type appliedChildren struct {
+	// states and lives are per planned child, in plan order: its state
+	// (waiting, live, health) and the live object (nil when there is none).
+	states []childState
+	lives  []*unstructured.Unstructured
+	waits  []wait
+	// keep are the children the prune must keep: every planned one.
+	keep map[apply.Key]bool
+	// created are the children this reconcile created outside the
+	// namespace (verifyParent).
+	created map[apply.Key]apply.Child
+	// unserved is when to look again for a child whose CRD is Current but
+	// not served yet.
+	unserved time.Duration
+	// gone is set when the parent or its namespace is going away: nothing
+	// to report.
+	gone bool
+}
+
+// applyChildren applies the claimed children in order (CRDs and
+// Namespaces first, then each template after those it dependsOn): a child
+// that would be written waits until what it depends on is Current; one up
+// to date has nothing to wait for. It judges each live child's health, and
+// checks that a parent which got children outside its namespace still
+// exists.
+func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildren, error) {
+	a := &appliedChildren{
+		states: make([]childState, len(t.desired)), lives: make([]*unstructured.Unstructured, len(t.desired)),
+		keep: map[apply.Key]bool{}, created: map[apply.Key]apply.Child{},
+	}
+	for i, c := range t.plan.Children {
+		a.states[i] = childState{template: c.Template, label: label(c.Object), first: isFirst(c.Object)}
+	}
+	gates := map[string]*wait{}
+	for _, i := range applyOrder(t.plan.Children, r.Kind.Spec.DependsOn) {
+		d, st := t.desired[i], &a.states[i]
+		a.keep[d.Key] = true
+		if !st.first && !d.UpToDate {
+			st.waiting = a.gate(r.Kind.Spec.DependsOn, gates, st, d)
+		}
+		live := d.Live
+		if !st.waiting && !t.skip[i] {
+			out, err := r.Applier.Apply(ctx, r.Client, d)
+			if err != nil {
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// The namespace, and the parent with it, is going away:
+					// nothing to repair, nothing to report.
+					klog.FromContext(ctx).V(2).Info("Namespace terminating: not applying", "template", t.plan.Children[i].Template)
+					a.gone = true
+					return a, nil
+				}
+				return nil, fmt.Errorf("%s: %w", t.plan.Children[i].Template, err)
+			}
+			r.Stats.applied(out.Skipped)
+			live = out.Live
+			if t.plan.Children[i].NeedsFinalizer && d.Live == nil {
+				a.created[d.Key] = out.Live
+			}
+		}
+		a.lives[i] = live
+		if live != nil {
+			st.live, st.health = true, r.Kind.Health.Check(live)
+		}
+	}
+	if len(a.waits) > 0 {
+		klog.FromContext(ctx).V(2).Info("Children wait for their dependencies", "waits", fmt.Sprint(a.waits))
+	}
+	if err := r.verifyParent(ctx, t.obj, a.created); err != nil {
+		if errors.Is(err, errParentGone) {
+			a.gone = true
+			return a, nil
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// gate reports whether the child of st waits: for the children its
+// template depends on (once per template), or for its kind, whose CRD is
+// Current but not served by discovery yet.
+func (a *appliedChildren) gate(deps map[string][]string, gates map[string]*wait, st *childState, d *apply.Desired) bool {
+	w, seen := gates[st.template]
+	if !seen {
+		w = blocker(st.template, deps[st.template], a.states)
+		gates[st.template] = w
+		if w != nil {
+			a.waits = append(a.waits, *w)
+		}
+	}
+	if w == nil && d.Mapping == nil {
+		w = &wait{template: st.template, dep: st.template, on: st.label + ": its CustomResourceDefinition is not served yet"}
+		a.waits = append(a.waits, *w)
+		a.unserved = crdServeRetry
+	}
+	return w != nil
+}
