@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
 // TestBudgets: every way a folder (or a tenant's string passed to tpl) can
@@ -203,7 +205,7 @@ func TestTenantAttacks(t *testing.T) {
 			// 0.7 s with -race), so that a loaded machine does not turn an
 			// output or work refusal into a time one.
 			b := Budget{Timeout: 3 * time.Second, MaxOutputBytes: 1 << 20, MaxCalls: 5000}.Merge(tc.budget)
-			in := Input{Object: map[string]any{"spec": map[string]any{"t": tc.tpl}}, Budget: b, Lookup: &fakeLookup{objects: []map[string]any{big}}}
+			in := Input{Object: map[string]any{"spec": map[string]any{"t": tc.tpl}}, Budget: b, Lookup: &fakelookup.Objects{Items: []map[string]any{big}}}
 			var before runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
@@ -303,7 +305,7 @@ func TestResultReports(t *testing.T) {
 		"b.yaml": `{{ $x := randAlphaNum 5 }}{{ $y := uuidv4 }}`,
 		"c.yaml": `{{ range (lookup "v1" "Node" "" "").items }}x{{ end }}`,
 	})
-	res, err := set.Children(t.Context(), Input{Lookup: &fakeLookup{}})
+	res, err := set.Children(t.Context(), Input{Lookup: &fakelookup.Objects{}})
 	if err != nil {
 		t.Fatal(err)
 	}

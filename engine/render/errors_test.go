@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
 var errBoom = errors.New("informer cache not synced")
@@ -206,7 +208,7 @@ func TestErrors(t *testing.T) {
 			name:   "lookup error propagates",
 			files:  map[string]string{"deployment.yaml": "\n{{ $s := lookup \"v1\" \"Secret\" .Namespace \"db\" }}"},
 			phase:  "children",
-			lookup: &fakeLookup{err: errBoom},
+			lookup: &fakelookup.Objects{Err: errBoom},
 			want:   "deployment.yaml:2: lookup v1 Secret default/db: informer cache not synced",
 			line:   2,
 		},
@@ -214,7 +216,7 @@ func TestErrors(t *testing.T) {
 			name:   "lookupSelect error propagates",
 			files:  map[string]string{"status.yaml": "n: {{ len (lookupSelect \"v1\" \"Pod\" .Namespace \"app=x\").items }}"},
 			phase:  "status",
-			lookup: &fakeLookup{err: errBoom},
+			lookup: &fakelookup.Objects{Err: errBoom},
 			want:   `status.yaml:1: lookupSelect v1 Pod in default matching "app=x": informer cache not synced`,
 			line:   1,
 		},

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tmplop/operator/engine/render/internal/fastyaml"
+
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
 // TestFastDecodeAcceptsExamples: every document the shipped examples render
@@ -68,7 +70,7 @@ func renderedDocuments(tb testing.TB) []renderedSource {
 		if _, ok := meta["namespace"]; !ok {
 			meta["namespace"] = "default"
 		}
-		in := Input{Object: obj, Now: fixedNow, Lookup: &fakeLookup{objects: cluster},
+		in := Input{Object: obj, Now: fixedNow, Lookup: &fakelookup.Objects{Items: cluster},
 			Children: childrenByKind(readObjects(tb, filepath.Join(examples, name, "live.yaml")))}
 		out = append(out, renderedSource{name: "templates/" + name, shipped: true, docs: rawDocuments(tb, set, in)})
 	}
@@ -90,7 +92,7 @@ func renderedDocuments(tb testing.TB) []renderedSource {
 		objs := readObjects(tb, filepath.Join(dir, objectFixture))
 		in := Input{Object: objs[0], Now: fixedNow, Children: childrenByKind(readObjects(tb, filepath.Join(dir, childrenFixture)))}
 		if objs := readObjects(tb, filepath.Join(dir, clusterFixture)); objs != nil {
-			in.Lookup = &fakeLookup{objects: objs}
+			in.Lookup = &fakelookup.Objects{Items: objs}
 		}
 		out = append(out, renderedSource{name: dir, docs: rawDocuments(tb, set, in)})
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
 // FuzzFuncAlloc: templates composed of the real functions, whatever they
@@ -52,7 +54,7 @@ func FuzzFuncAlloc(f *testing.F) {
 			return // text/template refused a composition; the parser is not under test
 		}
 		b := Budget{Timeout: time.Second, MaxOutputBytes: 64 << 10, MaxCalls: 10_000}
-		in := Input{Budget: b, Now: time.Unix(0, 0), Lookup: &fakeLookup{objects: []map[string]any{big}},
+		in := Input{Budget: b, Now: time.Unix(0, 0), Lookup: &fakelookup.Objects{Items: []map[string]any{big}},
 			Object: map[string]any{"metadata": map[string]any{"name": "o"}, "spec": map[string]any{"t": "{{ . }}", "list": []any{int64(1), "a"}}}}
 		metrics.Read(sample)
 		before := sample[0].Value.Uint64()

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,12 +9,12 @@ import (
 	"testing/fstest"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*/golden.yaml from the current output")
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
+	"github.com/tmplop/operator/internal/testsupport/golden"
+)
 
 // fixedNow is Input.Now of every golden case, so durationUntil and now are
 // deterministic.
@@ -52,24 +50,10 @@ func TestGolden(t *testing.T) {
 			in := Input{Object: readObject(t, filepath.Join(dir, objectFixture)), Now: fixedNow}
 			in.Children = childrenByKind(readList(t, filepath.Join(dir, childrenFixture)))
 			if objs := readList(t, filepath.Join(dir, clusterFixture)); objs != nil {
-				in.Lookup = &fakeLookup{objects: objs}
+				in.Lookup = &fakelookup.Objects{Items: objs}
 			}
 
-			got := renderGolden(t, set, in)
-			path := filepath.Join(dir, goldenFile)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			golden.Check(t, filepath.Join(dir, goldenFile), renderGolden(t, set, in))
 		})
 	}
 }
@@ -87,36 +71,17 @@ func renderGolden(t *testing.T, set *Set, in Input) []byte {
 		t.Fatalf("status: %v", err)
 	}
 
-	var out bytes.Buffer
-	sep := func() {
-		if out.Len() > 0 {
-			out.WriteString("---\n")
-		}
-	}
+	var docs []golden.Doc
 	for _, m := range children.Manifests {
-		sep()
-		fmt.Fprintf(&out, "# Source: %s\n", m.Template)
-		out.Write(mustYAML(t, m.Object.Object))
+		docs = append(docs, golden.Doc{Header: "Source: " + m.Template, Value: m.Object.Object})
 	}
 	if set.HasStatus() {
-		sep()
-		fmt.Fprintf(&out, "# Status: %s\n", statusFile)
-		out.Write(mustYAML(t, status.Status))
+		docs = append(docs, golden.Doc{Header: "Status: " + statusFile, Value: status.Status})
 	}
 	if children.RequeueAfter != 0 || status.RequeueAfter != 0 {
-		sep()
-		fmt.Fprintf(&out, "# RequeueAfter: children %v, status %v\n", children.RequeueAfter, status.RequeueAfter)
+		docs = append(docs, golden.Doc{Header: fmt.Sprintf("RequeueAfter: children %v, status %v", children.RequeueAfter, status.RequeueAfter)})
 	}
-	return out.Bytes()
-}
-
-func mustYAML(t *testing.T, v any) []byte {
-	t.Helper()
-	data, err := yaml.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return golden.YAML(t, docs...)
 }
 
 // templateFS loads a case folder, sub-folders included, without its
@@ -201,50 +166,4 @@ func childrenByKind(objs []map[string]any) map[string]map[string]any {
 		byKind[kind][name] = obj
 	}
 	return byKind
-}
-
-// fakeLookup serves a fixed list of objects, like an informer cache would.
-type fakeLookup struct {
-	objects []map[string]any
-	err     error // returned by every call when set
-}
-
-func (f *fakeLookup) Get(apiVersion, kind, namespace, name string) (map[string]any, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	for _, obj := range f.objects {
-		meta := obj["metadata"].(map[string]any)
-		if obj["apiVersion"] == apiVersion && obj["kind"] == kind && meta["name"] == name && (meta["namespace"] == namespace || namespace == "" && meta["namespace"] == nil) {
-			return obj, nil
-		}
-	}
-	return nil, nil
-}
-
-func (f *fakeLookup) List(apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]any
-	for _, obj := range f.objects {
-		meta := obj["metadata"].(map[string]any)
-		if obj["apiVersion"] != apiVersion || obj["kind"] != kind || namespace != "" && meta["namespace"] != namespace {
-			continue
-		}
-		set := labels.Set{}
-		if ls, ok := meta["labels"].(map[string]any); ok {
-			for k, v := range ls {
-				set[k], _ = v.(string)
-			}
-		}
-		if sel.Matches(set) {
-			out = append(out, obj)
-		}
-	}
-	return out, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
 func mustParse(t testing.TB, files map[string]string) *Set {
@@ -195,7 +197,7 @@ x: 1
 	}
 	children := map[string]map[string]any{"Deployment": {"web": map[string]any{"status": map[string]any{"readyReplicas": int64(1)}}}}
 	cluster := []map[string]any{{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"k": "dg=="}}}
-	in := Input{Object: obj, Children: children, Lookup: &fakeLookup{objects: cluster}}
+	in := Input{Object: obj, Children: children, Lookup: &fakelookup.Objects{Items: cluster}}
 
 	wantObj := runtime.DeepCopyJSON(obj)
 	wantChild := runtime.DeepCopyJSON(children["Deployment"]["web"].(map[string]any))
@@ -264,7 +266,7 @@ spec:
 				in := Input{
 					Object:   map[string]any{"metadata": map[string]any{"name": name}, "spec": map[string]any{"size": n}},
 					Children: map[string]map[string]any{"Deployment": {name: map[string]any{"status": map[string]any{"readyReplicas": n}}}},
-					Lookup:   &fakeLookup{objects: []map[string]any{{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"owner": name}}}},
+					Lookup:   &fakelookup.Objects{Items: []map[string]any{{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}, "data": map[string]any{"owner": name}}}},
 					Now:      now,
 				}
 				res, err := set.Children(t.Context(), in)

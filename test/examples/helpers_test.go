@@ -8,17 +8,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
 // Where the examples live, relative to this package.
@@ -71,6 +73,7 @@ type example struct {
 	dir    string
 	kind   kindFile
 	set    *render.Set
+	policy *catalog.Kind // the folder as the operator loads it, for its lookup policy
 	crd    *crd
 	sample map[string]any // examples/<name>.yaml, with the namespace and generation the API would give it
 }
@@ -110,6 +113,9 @@ func loadExample(t testing.TB, name string) *example {
 	if ex.set, err = render.ParseFS(os.DirFS(ex.dir)); err != nil {
 		t.Fatalf("%s: parse: %v", name, err)
 	}
+	if ex.policy, err = catalog.LoadKind(ex.dir); err != nil {
+		t.Fatalf("%s: load: %v", name, err)
+	}
 	ex.crd = readCRD(t, filepath.Join(crdsDir, name+".yaml"))
 
 	samples := readObjects(t, filepath.Join(examplesDir, name+".yaml"))
@@ -136,89 +142,26 @@ func (ex *example) object(edit func(obj map[string]any)) map[string]any {
 }
 
 // lookup returns a fake render.Lookup over objs that enforces what the
-// engine enforces: only the kinds kind.yaml declares, and only in the
-// parent's namespace unless the kind is cluster-scoped or declared
-// allNamespaces. A template that breaks those rules fails here, not first in
-// a cluster.
+// engine enforces, by asking the folder's own lookup policy
+// (catalog.Kind.ResolveLookup) with the engine's offline scope of a kind:
+// only the kinds kind.yaml declares, and only in the parent's namespace
+// unless the kind is cluster-scoped or declared allNamespaces. A template
+// that breaks those rules fails here, not first in a cluster.
 func (ex *example) lookup(objs []map[string]any) render.Lookup {
-	return &fakeLookup{kind: ex.kind, namespace: sampleNamespace, objects: objs}
+	return &fakelookup.Objects{Items: objs, Allow: func(apiVersion, kind, namespace string) error {
+		gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+		namespaced, err := kube.OfflineNamespaced(gvk)
+		if err != nil {
+			return err
+		}
+		_, _, err = ex.policy.ResolveLookup(gvk.GroupKind(), namespaced, namespace, sampleNamespace)
+		return err
+	}}
 }
 
 // input is the render input for obj, with the fixed clock.
 func (ex *example) input(obj map[string]any, cluster []map[string]any, children []map[string]any) render.Input {
 	return render.Input{Object: obj, Lookup: ex.lookup(cluster), Children: byKind(children), Now: fixedNow}
-}
-
-// clusterScoped are the kinds the fake treats as cluster-scoped; the
-// examples read no other.
-var clusterScoped = map[string]bool{"Node": true, "Namespace": true, "PersistentVolume": true}
-
-type fakeLookup struct {
-	kind      kindFile
-	namespace string // the parent's
-	objects   []map[string]any
-}
-
-var _ render.Lookup = (*fakeLookup)(nil)
-
-func (f *fakeLookup) allowed(apiVersion, kind, namespace string) error {
-	i := slices.IndexFunc(f.kind.Lookups, func(l lookupKind) bool {
-		return l.APIVersion == apiVersion && l.Kind == kind
-	})
-	switch {
-	case i < 0:
-		return fmt.Errorf("%s %s is not declared in kind.yaml lookups", apiVersion, kind)
-	case clusterScoped[kind]:
-		if namespace != "" {
-			return fmt.Errorf("%s is cluster-scoped: pass namespace \"\"", kind)
-		}
-	case !f.kind.Lookups[i].AllNamespaces && namespace != f.namespace:
-		return fmt.Errorf("reads of %s are confined to the parent's namespace %q, not %q", kind, f.namespace, namespace)
-	}
-	return nil
-}
-
-func (f *fakeLookup) Get(apiVersion, kind, namespace, name string) (map[string]any, error) {
-	if err := f.allowed(apiVersion, kind, namespace); err != nil {
-		return nil, err
-	}
-	for _, obj := range f.objects {
-		if matches(obj, apiVersion, kind, namespace) && nestedString(obj, "metadata", "name") == name {
-			return obj, nil
-		}
-	}
-	return nil, nil
-}
-
-func (f *fakeLookup) List(apiVersion, kind, namespace, selector string) ([]map[string]any, error) {
-	if err := f.allowed(apiVersion, kind, namespace); err != nil {
-		return nil, err
-	}
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]any
-	for _, obj := range f.objects {
-		if !matches(obj, apiVersion, kind, namespace) {
-			continue
-		}
-		set := labels.Set{}
-		if ls, ok := nested(obj, "metadata", "labels").(map[string]any); ok {
-			for k, v := range ls {
-				set[k], _ = v.(string)
-			}
-		}
-		if sel.Matches(set) {
-			out = append(out, obj)
-		}
-	}
-	return out, nil
-}
-
-func matches(obj map[string]any, apiVersion, kind, namespace string) bool {
-	return obj["apiVersion"] == apiVersion && obj["kind"] == kind &&
-		(namespace == "" || nestedString(obj, "metadata", "namespace") == namespace)
 }
 
 // byKind indexes live children as render.Input.Children wants them.

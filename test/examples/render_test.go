@@ -1,24 +1,8 @@
-// Package examples_test renders the example template folders of templates/
-// with their samples from examples/ and checks the output against golden
-// files, the CRDs of crds/ and the engine's folder contract.
-//
-// It exercises the folders through engine/render exactly as the operator
-// does (render.ParseFS over the folder, then Set.Children and Set.Status),
-// offline: a fake render.Lookup stands in for the informer caches and a
-// fixed clock for time.Now. Run
-//
-//	go test ./test/examples -run TestGolden -update
-//
-// to rewrite testdata/<folder>/golden.yaml after an intended change, and
-// review the diff.
 package examples_test
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,12 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/<folder>/golden.yaml from the current output")
 
 // Fixtures under testdata/.
 const (
@@ -70,21 +52,7 @@ func TestGolden(t *testing.T) {
 			}
 			checkStatus(t, ex, status.Status)
 
-			got := formatResults(t, ex.set, children, status)
-			path := filepath.Join("testdata", ex.name, goldenFile)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", ex.name, goldenFile), formatResults(t, ex.set, children, status))
 		})
 	}
 }
@@ -108,36 +76,17 @@ func TestStatusWithoutChildren(t *testing.T) {
 // documents marked with their source.
 func formatResults(t *testing.T, set *render.Set, children, status *render.Result) []byte {
 	t.Helper()
-	var out bytes.Buffer
-	sep := func() {
-		if out.Len() > 0 {
-			out.WriteString("---\n")
-		}
-	}
+	var docs []golden.Doc
 	for _, m := range children.Manifests {
-		sep()
-		fmt.Fprintf(&out, "# Source: %s\n", m.Template)
-		out.Write(mustYAML(t, m.Object.Object))
+		docs = append(docs, golden.Doc{Header: "Source: " + m.Template, Value: m.Object.Object})
 	}
 	if set.HasStatus() {
-		sep()
-		out.WriteString("# Status: status.yaml\n")
-		out.Write(mustYAML(t, status.Status))
+		docs = append(docs, golden.Doc{Header: "Status: status.yaml", Value: status.Status})
 	}
 	if children.RequeueAfter != 0 || status.RequeueAfter != 0 {
-		sep()
-		fmt.Fprintf(&out, "# RequeueAfter: children %v, status %v\n", children.RequeueAfter, status.RequeueAfter)
+		docs = append(docs, golden.Doc{Header: fmt.Sprintf("RequeueAfter: children %v, status %v", children.RequeueAfter, status.RequeueAfter)})
 	}
-	return out.Bytes()
-}
-
-func mustYAML(t *testing.T, v any) []byte {
-	t.Helper()
-	data, err := yaml.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return golden.YAML(t, docs...)
 }
 
 // checkChildren checks the rendered children against the folder contract:
