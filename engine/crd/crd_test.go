@@ -3,7 +3,6 @@ package crd_test
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/crd"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/tmplop/operator/internal/testsupport/golden"
+)
 
 // regenerate is the command that makes crds/, from the repository's root.
 const regenerate = "go run ./cmd/operator crd --templates templates --out crds"
@@ -46,7 +45,7 @@ func TestExamplesUpToDate(t *testing.T) {
 		}
 		if !bytes.Equal(have, f.Data) {
 			t.Errorf("%s is not what %s generates (- file, + generated):\n%s\nregenerate crds/ with\n\t%s",
-				path, f.Source, lineDiff(string(have), string(f.Data)), regenerate)
+				path, f.Source, golden.Diff(string(have), string(f.Data)), regenerate)
 		}
 	}
 }
@@ -66,19 +65,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(f.Folder, func(t *testing.T) {
-			golden := filepath.Join("testdata", "golden", f.Folder+".yaml")
-			if *update {
-				if err := os.WriteFile(golden, f.Data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if !bytes.Equal(f.Data, want) {
-				t.Errorf("%s differs (- golden, + got; go test -update rewrites it):\n%s", golden, lineDiff(string(want), string(f.Data)))
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", f.Folder+".yaml"), f.Data)
 		})
 	}
 }
@@ -268,50 +255,4 @@ func TestFiles(t *testing.T) {
 	if _, _, err := crd.Files(filepath.Join(root, "none")); err == nil {
 		t.Error("no error for a missing directory")
 	}
-}
-
-// lineDiff is a line diff of a and b (- a, + b), with a line of context.
-func lineDiff(a, b string) string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
-	// lcs[i][j]: the longest common subsequence of x[i:] and y[j:].
-	lcs := make([][]int, len(x)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(y)+1)
-	}
-	for i := len(x) - 1; i >= 0; i-- {
-		for j := len(y) - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	type line struct {
-		op   byte
-		text string
-	}
-	var lines []line
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case i < len(x) && j < len(y) && x[i] == y[j]:
-			lines = append(lines, line{' ', x[i]})
-			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			lines = append(lines, line{'+', y[j]})
-			j++
-		default:
-			lines = append(lines, line{'-', x[i]})
-			i++
-		}
-	}
-	var out strings.Builder
-	for n, l := range lines {
-		near := l.op != ' ' || n > 0 && lines[n-1].op != ' ' || n+1 < len(lines) && lines[n+1].op != ' '
-		if near {
-			fmt.Fprintf(&out, "%c %s\n", l.op, l.text)
-		}
-	}
-	return out.String()
 }

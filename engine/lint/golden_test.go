@@ -2,7 +2,6 @@ package lint
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,9 +10,8 @@ import (
 	"time"
 
 	"github.com/tmplop/operator/engine/crd"
+	"github.com/tmplop/operator/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt from the current output")
 
 // fixedNow is the renders' clock in every case.
 var fixedNow = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -87,23 +85,7 @@ func TestGolden(t *testing.T) {
 				}
 			}
 
-			path := filepath.Join(goldenDir, c.Name()+".txt")
-			if *update {
-				if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			golden.Check(t, filepath.Join(goldenDir, c.Name()+".txt"), got)
 		})
 	}
 }

@@ -3,9 +3,6 @@ package rbac
 import (
 	"github.com/tmplop/operator/engine/catalog"
 
-	"bytes"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,9 +14,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/golden/*.yaml and deploy/rbac.yaml from the current output")
+	"github.com/tmplop/operator/internal/testsupport/golden"
+)
 
 // moduleRoot is the repository's root, from this package's directory.
 const moduleRoot = "../.."
@@ -31,7 +28,7 @@ const moduleRoot = "../.."
 // The cases run from the module's root, so that paths in the output read
 // as they do in deploy/rbac.yaml.
 func TestGolden(t *testing.T) {
-	golden, err := filepath.Abs("testdata/golden")
+	goldenDir, err := filepath.Abs("testdata/golden")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +68,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("warnings: %q", warnings)
 			}
 			checkValid(t, got)
-			compareGolden(t, filepath.Join(golden, tc.name+".yaml"), got,
+			compareGolden(t, filepath.Join(goldenDir, tc.name+".yaml"), got,
 				"go test ./engine/rbac -run TestGolden -update")
 		})
 	}
@@ -92,19 +89,8 @@ func TestDeployRBAC(t *testing.T) {
 
 func compareGolden(t *testing.T, path string, got []byte, regenerate string) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v; to create it, run:\n  %s", err, regenerate)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date; to regenerate it, run:\n  %s\nand review the change. Diff (- file, + generated):\n%s",
-			path, regenerate, lineDiff(string(want), string(got)))
+	if !golden.Check(t, path, got) {
+		t.Logf("to regenerate %s, run:\n  %s\nand review the change", path, regenerate)
 	}
 }
 
@@ -428,44 +414,6 @@ func TestResources(t *testing.T) {
 	if _, err := NewResources("testdata/no-such-dir"); err == nil {
 		t.Errorf("no error for a missing --crds directory")
 	}
-}
-
-// lineDiff is a minimal line diff (longest common subsequence), enough to
-// show what changed in a generated file.
-func lineDiff(a, b string) string {
-	x, y := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
-	n, m := len(x), len(y)
-	lcs := make([][]int, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out strings.Builder
-	line := func(prefix string, at int, s string) {
-		fmt.Fprintf(&out, "%s%d: %s\n", prefix, at+1, strings.TrimSuffix(s, "\n"))
-	}
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && x[i] == y[j]:
-			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			line("+", j, y[j])
-			j++
-		default:
-			line("-", i, x[i])
-			i++
-		}
-	}
-	return out.String()
 }
 
 // analyzed loads and analyzes the folders of templates, with the

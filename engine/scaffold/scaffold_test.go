@@ -3,14 +3,13 @@ package scaffold
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/tmplop/operator/internal/testsupport/golden"
+)
 
 func options(dir string, namespaced bool, kind string) Options {
 	return Options{
@@ -47,19 +46,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := archive(res.Files)
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("scaffold differs from %s (go test -update rewrites it):\n%s", golden, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), got)
 			folder := strings.ToLower(tc.kind)
 			var paths []string
 			for _, f := range res.Files {

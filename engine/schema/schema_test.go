@@ -3,7 +3,6 @@ package schema
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/tmplop/operator/internal/testsupport/golden"
+)
 
 // parseYAML parses a short schema written as kind.yaml's spec is.
 func parseYAML(t testing.TB, path, doc string) (*apiextensionsv1.JSONSchemaProps, error) {
@@ -238,19 +237,7 @@ func TestGolden(t *testing.T) {
 				}
 				got = out
 			}
-			golden := strings.TrimSuffix(in, ".yaml") + ".golden.yaml"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s (go test -update rewrites it):\n%s", in, golden, got)
-			}
+			golden.Check(t, strings.TrimSuffix(in, ".yaml")+".golden.yaml", got)
 		})
 	}
 	if n == 0 {

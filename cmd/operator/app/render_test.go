@@ -2,15 +2,14 @@ package app
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/tmplop/operator/internal/testsupport/golden"
+)
 
 // TestRenderCommand renders every example with the repository's templates
 // and compares with golden files (timestamps masked).
@@ -30,19 +29,7 @@ func TestRenderCommand(t *testing.T) {
 				t.Fatalf("render: %v\n%s", err, out.String())
 			}
 			got := stamp.ReplaceAll(out.Bytes(), []byte(`lastTransitionTime: "<now>"`))
-			golden := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("render output differs from %s:\n%s", golden, got)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden.yaml"), got)
 		})
 	}
 }

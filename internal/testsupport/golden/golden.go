@@ -24,14 +24,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
 
-// Updating reports whether the test binary runs with -update, for a test
-// that writes more than one file per golden (or checks nothing else then).
-func Updating() bool { return *update }
-
 // Check compares got with the golden file at path and fails the test when
-// they differ, showing both; with -update it writes got to path instead
-// (creating its folder).
-func Check(t testing.TB, path string, got []byte) {
+// they differ, showing the difference; with -update it writes got to path
+// instead (creating its folder). It reports whether the file holds got.
+func Check(t testing.TB, path string, got []byte) bool {
 	t.Helper()
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -40,15 +36,18 @@ func Check(t testing.TB, path string, got []byte) {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return
+		return true
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Errorf("%v (run with -update to create it)", err)
+		return false
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("output differs from %s (- golden, + got; run with -update to accept):\n%s", path, Diff(string(want), string(got)))
+		return false
 	}
+	return true
 }
 
 // Doc is one document of a golden YAML stream: a "# Header" comment line,
