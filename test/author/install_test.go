@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tmplop/operator/engine/crdinstall"
 	"github.com/tmplop/operator/test/cluster"
@@ -26,7 +24,7 @@ import (
 const installGroup = "install.author.tmplop.io"
 
 var (
-	widgets      = schema.GroupVersionResource{Group: installGroup, Version: "v1", Resource: "widgets"}
+	widgets      = cluster.GVR(installGroup, "v1", "widgets")
 	crdsResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 )
 
@@ -66,7 +64,7 @@ func TestInstallCRDs(t *testing.T) {
 	if !installAppliedBy(crd, manager) {
 		t.Errorf("CRD %s was not applied (server-side) by field manager %s: %+v", crdName, manager, crd.ManagedFields)
 	}
-	installCreateWidget(t, ns, "w1", map[string]any{"message": "hi", "replicas": int64(2)})
+	env.CreateSpec(t, widgets, "Widget", ns, "w1", map[string]any{"message": "hi", "replicas": int64(2)})
 	liveWaitChild(t, ns, "w1-child", 30*time.Second, map[string]string{"message": "hi", "replicas": "2"})
 
 	t.Log("a crd.yaml that removes a field an object sets is refused")
@@ -94,7 +92,7 @@ func TestInstallCRDs(t *testing.T) {
 	if _, ok := installSpecFields(t, crd)["replicas"]; !ok {
 		t.Fatalf("CRD %s lost spec.replicas although the change was refused", crdName)
 	}
-	w1, err := dyn.Resource(widgets).Namespace(ns).Get(ctx, "w1", metav1.GetOptions{})
+	w1, err := env.Get(ctx, widgets, ns, "w1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +100,7 @@ func TestInstallCRDs(t *testing.T) {
 		t.Errorf("w1 spec.replicas = %d after the refused change, want 2", r)
 	}
 	// The last good version goes on serving.
-	installCreateWidget(t, ns, "w2", map[string]any{"message": "after the refusal", "replicas": int64(5)})
+	env.CreateSpec(t, widgets, "Widget", ns, "w2", map[string]any{"message": "after the refusal", "replicas": int64(5)})
 	liveWaitChild(t, ns, "w2-child", 30*time.Second, map[string]string{"message": "after the refusal", "replicas": "5"})
 
 	t.Log("a crd.yaml that only adds a field is applied")
@@ -119,11 +117,7 @@ func TestInstallCRDs(t *testing.T) {
 		return color && replicas && installEstablished(crd), nil
 	})
 	liveWaitOutput(t, op, 15*time.Second, "CRD updated")
-	patch := []byte(`{"spec":{"color":"red"}}`)
-	w1, err = dyn.Resource(widgets).Namespace(ns).Patch(ctx, "w1", types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w1 = env.Patch(t, widgets, ns, "w1", `{"spec":{"color":"red"}}`)
 	if c, _, _ := unstructured.NestedString(w1.Object, "spec", "color"); c != "red" {
 		t.Errorf("w1 spec.color = %q after the added field, want red (pruned?)", c)
 	}
@@ -146,7 +140,7 @@ const foreignGroup = "foreign.author.tmplop.io"
 func TestInstallCRDsLeavesForeignCRD(t *testing.T) {
 	ctx := context.Background()
 	crdName := "gadgets." + foreignGroup
-	gadgets := schema.GroupVersionResource{Group: foreignGroup, Version: "v1", Resource: "gadgets"}
+	gadgets := cluster.GVR(foreignGroup, "v1", "gadgets")
 	if _, err := env.Kubectl(ctx, "delete", "crd", crdName, "--ignore-not-found", "--wait=true", "--timeout=60s"); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +184,7 @@ func TestInstallCRDsLeavesForeignCRD(t *testing.T) {
 	// The folder is synced at start and on changes; give it a second sync
 	// (a change of the folder that keeps the refusal) before looking.
 	installTouch(t, folder, "kind.yaml")
-	installGadget(t, ns, "g1")
+	env.CreateSpec(t, gadgets, "Gadget", ns, "g1", map[string]any{"message": "hello"})
 	time.Sleep(3 * time.Second)
 	after := installGetCRD(t, crdName)
 	if after.ResourceVersion != before.ResourceVersion || after.Generation != before.Generation {
@@ -232,7 +226,7 @@ func TestInstallCRDsLeavesForeignCRD(t *testing.T) {
 	if !installAppliedBy(crd, manager) || crd.Labels["team"] != "folder" || len(crd.Spec.Versions) != 2 {
 		t.Errorf("CRD %s after the takeover: labels %v, %d versions, managers %v", crdName, crd.Labels, len(crd.Spec.Versions), crdinstall.Managers(crd))
 	}
-	if _, err := dyn.Resource(gadgets).Namespace(ns).Get(ctx, "g1", metav1.GetOptions{}); err != nil {
+	if _, err := env.Get(ctx, gadgets, ns, "g1"); err != nil {
 		t.Error(err)
 	}
 }
@@ -251,34 +245,9 @@ func installTouch(t *testing.T, folder, file string) {
 	}
 }
 
-func installGadget(t *testing.T, ns, name string) {
-	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": foreignGroup + "/v1", "kind": "Gadget",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     map[string]any{"message": "hello"},
-	}}
-	gadgets := schema.GroupVersionResource{Group: foreignGroup, Version: "v1", Resource: "gadgets"}
-	if _, err := dyn.Resource(gadgets).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Gadget %s: %v", name, err)
-	}
-}
-
-func installCreateWidget(t *testing.T, ns, name string, spec map[string]any) {
-	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": installGroup + "/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     spec,
-	}}
-	if _, err := dyn.Resource(widgets).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Widget %s: %v", name, err)
-	}
-}
-
 func installGetCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	u, err := dyn.Resource(crdsResource).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := env.Get(context.Background(), crdsResource, "", name)
 	if err != nil {
 		t.Fatalf("get CRD %s: %v", name, err)
 	}

@@ -12,10 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/tmplop/operator/test/cluster"
@@ -25,7 +22,7 @@ import (
 // liveGroup is the live test's own: no other test serves or installs it.
 const liveGroup = "live.author.tmplop.io"
 
-var liveApps = schema.GroupVersionResource{Group: liveGroup, Version: "v1", Resource: "liveapps"}
+var liveApps = cluster.GVR(liveGroup, "v1", "liveapps")
 
 // editLatencyBudget is the promise (a file edit is served within a second)
 // plus slack for a loaded machine.
@@ -61,7 +58,7 @@ func TestLiveFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	liveWaitOutput(t, op, 30*time.Second, "Serving kind")
-	createLiveApp(t, ns, "a1", "hello")
+	env.CreateSpec(t, liveApps, "LiveApp", ns, "a1", map[string]any{"message": "hello"})
 	liveWaitChild(t, ns, "a1-child", 30*time.Second, map[string]string{"message": "hello", "template": "v1"})
 
 	t.Log("an edit of a child template is served within a second")
@@ -97,7 +94,7 @@ func TestLiveFolders(t *testing.T) {
 		}
 		return true, nil
 	})
-	createLiveApp(t, ns, "a2", "after the broken edit")
+	env.CreateSpec(t, liveApps, "LiveApp", ns, "a2", map[string]any{"message": "after the broken edit"})
 	liveWaitChild(t, ns, "a2-child", 30*time.Second, map[string]string{"message": "after the broken edit", "template": "v3"})
 
 	t.Log("a removed folder stops the kind and deletes nothing")
@@ -105,10 +102,7 @@ func TestLiveFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	liveWaitOutput(t, op, 10*time.Second, "Kind folder removed: stopping the kind")
-	patch := []byte(`{"spec":{"message":"changed after the folder was removed"}}`)
-	if _, err := dyn.Resource(liveApps).Namespace(ns).Patch(ctx, "a1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.Patch(t, liveApps, ns, "a1", `{"spec":{"message":"changed after the folder was removed"}}`)
 	// The kind served its edits within a second; three is plenty to see
 	// a change it would still apply.
 	time.Sleep(3 * time.Second)
@@ -128,18 +122,6 @@ func TestLiveFolders(t *testing.T) {
 	}
 	if !op.Alive() {
 		t.Fatalf("the operator exited:\n%s", op.Output())
-	}
-}
-
-func createLiveApp(t *testing.T, ns, name, message string) {
-	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": liveGroup + "/v1", "kind": "LiveApp",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     map[string]any{"message": message},
-	}}
-	if _, err := dyn.Resource(liveApps).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create LiveApp %s: %v", name, err)
 	}
 }
 

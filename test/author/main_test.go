@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tmplop/operator/test/cluster"
@@ -14,7 +13,6 @@ import (
 var (
 	env *cluster.Cluster
 	cs  kubernetes.Interface
-	dyn dynamic.Interface
 	// bin is the operator binary, built once for the package.
 	bin string
 )
@@ -23,7 +21,6 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env, setup)) }
 
 func setup(c *cluster.Cluster) (func(), error) {
 	cs = kubernetes.NewForConfigOrDie(c.Config)
-	dyn = dynamic.NewForConfigOrDie(c.Config)
 	var err error
 	bin, err = harness.BuildOperator(c.RepoRoot())
 	if err != nil {

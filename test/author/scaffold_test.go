@@ -125,22 +125,15 @@ func scaffoldWaitReady(t *testing.T, res schema.GroupVersionResource, ns, name, 
 		if d.Spec.Replicas == nil || int64(*d.Spec.Replicas) != replicas || d.Spec.Template.Spec.Containers[0].Image != "nginx:1.27" {
 			return false, fmt.Errorf("deployment spec: replicas %v, image %s", d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image)
 		}
-		o, err := dyn.Resource(res).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		o, err := env.Get(ctx, res, ns, name)
 		if err != nil {
 			return false, err
 		}
 		ready, found, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas")
-		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-		reconciled := ""
-		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-				reconciled = fmt.Sprint(m["status"], " ", m["reason"], ": ", m["message"])
-			}
-		}
-		if !found || ready != replicas || gen != o.GetGeneration() || !strings.HasPrefix(reconciled, "True ") {
-			return false, fmt.Errorf("status: readyReplicas %d (set %v), observedGeneration %d of %d, Ready %q",
-				ready, found, gen, o.GetGeneration(), reconciled)
+		gen, c := cluster.ObservedGeneration(o), cluster.Condition(o, "Ready")
+		if !found || ready != replicas || gen != o.GetGeneration() || c.Status != "True" {
+			return false, fmt.Errorf("status: readyReplicas %d (set %v), observedGeneration %d of %d, Ready %s %s: %s",
+				ready, found, gen, o.GetGeneration(), c.Status, c.Reason, c.Message)
 		}
 		return true, nil
 	})

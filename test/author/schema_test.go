@@ -56,7 +56,7 @@ func TestSchema(t *testing.T) {
 		t.Errorf("plural %q, want bakeries", res.Resource)
 	}
 	ns := env.Namespace(t)
-	client := dyn.Resource(res).Namespace(ns)
+	client := env.Resource(res, ns)
 	bakery := func(name string, spec map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": k.GVK.GroupVersion().String(), "kind": k.GVK.Kind,
