@@ -14,7 +14,6 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/crd"
-
 	"github.com/tmplop/operator/internal/testsupport/golden"
 )
 

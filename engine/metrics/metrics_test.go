@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/internal/testsupport/metricstest"
 )
 
 var (
@@ -331,21 +332,8 @@ func find(t *testing.T, g prometheus.Gatherer, metric string, labels map[string]
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != metric {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			return m
+		if ms := metricstest.Series(mf, labels); mf.GetName() == metric && len(ms) > 0 {
+			return ms[0]
 		}
 	}
 	t.Fatalf("no series %s%v", metric, labels)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tmplop/operator/engine/render/internal/fastyaml"
-
 	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
