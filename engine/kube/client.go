@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tmplop/operator/engine/cached"
+	"github.com/tmplop/operator/engine/requeue"
 )
 
 // Client is the door to the API server: every call of the engine, and of
@@ -232,13 +233,13 @@ func (c *Client) resource(m *meta.RESTMapping, ns string) dynamic.ResourceInterf
 
 // Get reads the object ns/name of a mapped kind live.
 func (c *Client) Get(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
-	return c.resource(m, ns).Get(ctx, name, metav1.GetOptions{})
+	return marked(c.resource(m, ns).Get(ctx, name, metav1.GetOptions{}))
 }
 
 // List lists the objects of a mapped kind live, in namespace ns ("" for
 // all namespaces).
 func (c *Client) List(ctx context.Context, m *meta.RESTMapping, ns string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	return c.resource(m, ns).List(ctx, opts)
+	return marked(c.resource(m, ns).List(ctx, opts))
 }
 
 // ListWatch is an informer's list and watch of gvr in ns ("" for all, or
@@ -282,7 +283,7 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured) (*un
 
 // ApplyMapped is Apply for an object whose mapping the caller has.
 func (c *Client) ApplyMapped(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return c.resource(m, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, c.applyOptions())
+	return marked(c.resource(m, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, c.applyOptions()))
 }
 
 // ApplyStatus server-side applies obj's status through the status
@@ -292,7 +293,7 @@ func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured
 	if err != nil {
 		return nil, err
 	}
-	return c.resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions())
+	return marked(c.resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions()))
 }
 
 // Apply with Force: the operator is the authority on the fields it renders;
@@ -316,6 +317,7 @@ func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, ns, na
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
+	_, err = marked(struct{}{}, err)
 	return err
 }
 
@@ -326,5 +328,33 @@ func (c *Client) Patch(ctx context.Context, gvk schema.GroupVersionKind, ns, nam
 	if err != nil {
 		return nil, err
 	}
-	return c.resource(m, ns).Patch(ctx, name, pt, data, metav1.PatchOptions{FieldManager: c.fieldManager})
+	return marked(c.resource(m, ns).Patch(ctx, name, pt, data, metav1.PatchOptions{FieldManager: c.fieldManager}))
+}
+
+// forbiddenRetry is when a kind whose account was refused a request tries
+// again: no event tells that an administrator granted the missing rights,
+// and growing backoff would leave the fix unseen for a quarter of an hour.
+const forbiddenRetry = time.Minute
+
+// Forbidden is a request the API server refused for want of rights (RBAC:
+// the operator's, or the account's a kind impersonates), marked where it
+// comes back. It is still the API server's *StatusError for every reader
+// (apierrors.IsForbidden, HasStatusCause: a namespace being deleted
+// refuses new objects as Forbidden too).
+type Forbidden struct{ *apierrors.StatusError }
+
+// Unwrap returns the API server's error.
+func (e Forbidden) Unwrap() error { return e.StatusError }
+
+// RequeueMark: terminal, tried again after a minute.
+func (e Forbidden) RequeueMark() requeue.Mark {
+	return requeue.Mark{Cause: requeue.CauseStep, Terminal: true, After: forbiddenRetry}
+}
+
+// marked marks the errors of a call that retrying with backoff cannot fix.
+func marked[T any](v T, err error) (T, error) {
+	if se, ok := err.(*apierrors.StatusError); ok && apierrors.IsForbidden(se) {
+		return v, Forbidden{se}
+	}
+	return v, err
 }

@@ -1,10 +1,16 @@
 package kube
 
 import (
+	"errors"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tmplop/operator/engine/requeue"
 )
 
 // resettable is a RESTMapper that learns a kind only when it is reset, as a
@@ -62,5 +68,38 @@ func TestOfflineNamespaced(t *testing.T) {
 		if got, _ := OfflineNamespaced(tc.gvk); got != tc.want {
 			t.Errorf("%s: namespaced = %v, want %v", tc.gvk, got, tc.want)
 		}
+	}
+}
+
+// TestForbiddenMarked: a refusal comes back through the door marked
+// terminal, and still reads as the API server's error (a namespace being
+// deleted refuses new objects as Forbidden too, with its own cause).
+func TestForbiddenMarked(t *testing.T) {
+	terminating := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "c", errors.New("namespace is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	cases := []struct {
+		name     string
+		err      error
+		terminal bool
+	}{
+		{name: "forbidden", err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("RBAC")), terminal: true},
+		{name: "namespace terminating", err: terminating, terminal: true},
+		{name: "conflict", err: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("changed"))},
+		{name: "not an API error", err: errors.New("connection refused")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := marked(1, tc.err)
+			m, ok := requeue.Of(err)
+			if ok != tc.terminal || m.Terminal != tc.terminal {
+				t.Fatalf("mark %+v %v, want terminal %v", m, ok, tc.terminal)
+			}
+			if apierrors.IsForbidden(err) != apierrors.IsForbidden(tc.err) || apierrors.IsConflict(err) != apierrors.IsConflict(tc.err) {
+				t.Errorf("the mark changed what apierrors reads of %v", tc.err)
+			}
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) != apierrors.HasStatusCause(tc.err, corev1.NamespaceTerminatingCause) {
+				t.Errorf("the mark hides the status cause of %v", tc.err)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tmplop/operator/engine/requeue"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,10 +34,21 @@ type OutsideError struct{ Reason string }
 
 func (e *OutsideError) Error() string { return e.Reason }
 
+// RequeueMark: the same render asks for the same child until the object or
+// the folder changes.
+func (e *OutsideError) RequeueMark() requeue.Mark {
+	return requeue.Mark{Cause: requeue.CauseRender, Terminal: true}
+}
+
 // ControllerError is a child whose template sets a controller reference
 // of its own: the engine sets the parent as the controller, and an object
 // has only one.
 type ControllerError struct{ Kind, Name string }
+
+// RequeueMark: as OutsideError's.
+func (e *ControllerError) RequeueMark() requeue.Mark {
+	return requeue.Mark{Cause: requeue.CauseRender, Terminal: true}
+}
 
 func (e *ControllerError) Error() string {
 	return fmt.Sprintf("the template sets another controller, %s %q", e.Kind, e.Name)

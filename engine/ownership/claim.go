@@ -2,7 +2,9 @@ package ownership
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/tmplop/operator/engine/requeue"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +20,16 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string { return e.Reason }
+
+// conflictRetry is when a parent that found its child taken looks again,
+// if no change of the occupant woke it before (Reconciler.WaitFor): the
+// slow retry is a safety net for an event missed.
+const conflictRetry = 5 * time.Minute
+
+// RequeueMark: terminal until the occupant changes or goes.
+func (e *ConflictError) RequeueMark() requeue.Mark {
+	return requeue.Mark{Cause: requeue.CauseOwnership, Terminal: true, After: conflictRetry}
+}
 
 // Claim decides whether parent may apply over existing, the live object
 // of the same group, kind, namespace and name as one of its children. It

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/status"
@@ -45,11 +46,12 @@ func TestClassify(t *testing.T) {
 		{"lookup kind not served yet", renderErr(lookup, noMatch), status.ReasonLookupFailed, false, 0},
 		{"lookup cache not synced", failed(status.ReasonLookupFailed, fmt.Errorf("pods: %w", ErrNotReady)), status.ReasonLookupFailed, false, 0},
 		{"output budget", renderErr(`{{ repeat 1000000000 "x" }}`, nil), status.ReasonRenderFailed, true, 0},
-		{"time budget", renderErr(`{{ range 2000000000 }}{{ end }}`, nil), status.ReasonRenderFailed, true, timeRetry},
-		{"ownership conflict", fmt.Errorf("deployment.yaml: %w", &ownership.ConflictError{Reason: "exists"}), status.ReasonOwnershipConflict, true, conflictRetry},
+		{"time budget", renderErr(`{{ range 2000000000 }}{{ end }}`, nil), status.ReasonRenderFailed, true, time.Minute},
+		{"ownership conflict", fmt.Errorf("deployment.yaml: %w", &ownership.ConflictError{Reason: "exists"}), status.ReasonOwnershipConflict, true, 5 * time.Minute},
 		{"child kind not served", fmt.Errorf("a.yaml: %w", noMatch), status.ReasonApplyFailed, false, 0},
 		{"API error on apply", errors.New("connection refused"), status.ReasonApplyFailed, false, 0},
-		{"apply forbidden by RBAC", fmt.Errorf("deployment.yaml: %w", apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "d", errors.New(`User "system:serviceaccount:op:k" cannot patch resource "deployments"`))), status.ReasonApplyFailed, true, forbiddenRetry},
+		// Forbidden as the door (kube.Client) returns it, marked.
+		{"apply forbidden by RBAC", fmt.Errorf("deployment.yaml: %w", kube.Forbidden{StatusError: apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "d", errors.New(`User "system:serviceaccount:op:k" cannot patch resource "deployments"`))}), status.ReasonApplyFailed, true, time.Minute},
 		{"status write", failed(status.ReasonStatusFailed, errors.New("conflict")), status.ReasonStatusFailed, false, 0},
 	}
 	for _, tc := range cases {

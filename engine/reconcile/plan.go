@@ -14,6 +14,7 @@ import (
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/requeue"
 	"github.com/tmplop/operator/engine/status"
 )
 
@@ -105,6 +106,12 @@ type PlanError struct{ Err error }
 
 func (e *PlanError) Error() string { return e.Err.Error() }
 func (e *PlanError) Unwrap() error { return e.Err }
+
+// RequeueMark: the same render plans the same children until the object
+// or the folder changes.
+func (e *PlanError) RequeueMark() requeue.Mark {
+	return requeue.Mark{Cause: requeue.CauseRender, Terminal: true}
+}
 
 // MakePlan renders kind's children for obj and adopts them under pol (its
 // Manager and Bounds; AllowOutside is the kind's). scope tells whether a

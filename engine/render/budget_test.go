@@ -217,8 +217,8 @@ func TestTenantAttacks(t *testing.T) {
 			if !ok || be.Budget != tc.want {
 				t.Fatalf("err = %v, want a %s budget error", err, tc.want)
 			}
-			if be.Transient() != (tc.want == BudgetTime) {
-				t.Errorf("Transient() = %v for %v", be.Transient(), err)
+			if m := be.RequeueMark(); !m.Terminal || (m.After > 0) != (tc.want == BudgetTime) {
+				t.Errorf("RequeueMark() = %+v for %v: want terminal, tried again later only for time", m, err)
 			}
 			if re, ok := errors.AsType[*Error](err); !ok || re.Template != "a.yaml" {
 				t.Errorf("err = %v: want an *Error naming a.yaml", err)

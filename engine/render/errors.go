@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/tmplop/operator/engine/requeue"
 )
 
 // Error is a template error located in a file.
@@ -38,6 +40,16 @@ func (e *Error) Error() string {
 
 // Unwrap returns the error the message was taken from.
 func (e *Error) Unwrap() error { return e.err }
+
+// RequeueMark says what retrying a failed render can do: what its cause
+// says (a budget, a lookup), else terminal: a template error fails the same
+// way until the object or the folder changes.
+func (e *Error) RequeueMark() requeue.Mark {
+	if m, ok := requeue.Of(e.err); ok {
+		return m
+	}
+	return requeue.Mark{Cause: requeue.CauseRender, Terminal: true}
+}
 
 // funcError is what our template functions return. text/template wraps it in
 // "template: file:line:col: executing ... error calling fn: ..."; finding it

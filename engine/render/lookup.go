@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tmplop/operator/engine/requeue"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -21,6 +22,19 @@ type LookupError struct{ Err error }
 
 func (e *LookupError) Error() string { return e.Err.Error() }
 func (e *LookupError) Unwrap() error { return e.Err }
+
+// RequeueMark says what retrying a failed lookup can do: a refusal fails
+// the same way until the object or the folder changes; any other failure
+// (a cache not synced, a kind not served yet) may pass.
+func (e *LookupError) RequeueMark() requeue.Mark {
+	if errors.Is(e.Err, ErrLookupRefused) {
+		return requeue.Mark{Cause: requeue.CauseRender, Terminal: true}
+	}
+	if m, ok := requeue.Of(e.Err); ok {
+		return m
+	}
+	return requeue.Mark{Cause: requeue.CauseLookup}
+}
 
 // Lookup reads other cluster objects for the `lookup` functions. Implementations come from the
 // caller (informer caches); render only calls them.

@@ -35,7 +35,7 @@ func TestAbandon(t *testing.T) {
 		t.Fatalf("Runaway() = %d, want %d", set.Runaway(), maxRunaway)
 	}
 	_, err := set.Children(t.Context(), Input{Budget: b})
-	if be, ok := errors.AsType[*BudgetError](err); !ok || be.Budget != BudgetDegraded || !be.Transient() {
+	if be, ok := errors.AsType[*BudgetError](err); !ok || be.Budget != BudgetDegraded || be.RequeueMark().Terminal {
 		t.Fatalf("err = %v, want the degraded refusal", err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

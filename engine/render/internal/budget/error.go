@@ -3,6 +3,8 @@ package budget
 import (
 	"fmt"
 	"time"
+
+	"github.com/tmplop/operator/engine/requeue"
 )
 
 // Names of the budgets, as Error.Budget reports them (render exports them
@@ -59,15 +61,24 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Transient reports whether the same render may succeed when retried:
-// time depends on the machine's load and the degraded state passes;
-// output, manifests, calls, depth and work are a function of the input.
-func (e *Error) Transient() bool {
+// timeRetry is when a render that ran out of time is tried again: the
+// machine may have been busy, but a template that loops must not take a
+// worker's CPU every few milliseconds.
+const timeRetry = time.Minute
+
+// RequeueMark says what retrying a render stopped by its budget can do:
+// output, manifests, calls, depth and work are a function of the input
+// (terminal); time depends on the machine's load (terminal, tried again
+// after a minute); a canceled render and the degraded refusal pass
+// (retried with backoff).
+func (e *Error) RequeueMark() requeue.Mark {
 	switch e.Budget {
-	case Time, Canceled, Degraded:
-		return true
+	case Canceled, Degraded:
+		return requeue.Mark{Cause: requeue.CauseRender}
+	case Time:
+		return requeue.Mark{Cause: requeue.CauseRender, Terminal: true, After: timeRetry}
 	}
-	return false
+	return requeue.Mark{Cause: requeue.CauseRender, Terminal: true}
 }
 
 // TooMuchWork refuses a call that would take more than limit steps.

@@ -74,7 +74,7 @@ func TestStop(t *testing.T) {
 	m.Cancel()
 	m.Expire()
 	for _, err := range []error{m.Check(), m.Charge(1, nil), m.Enter("x")} {
-		if be, ok := errors.AsType[*Error](err); !ok || be.Budget != Canceled || !be.Transient() {
+		if be, ok := errors.AsType[*Error](err); !ok || be.Budget != Canceled || be.RequeueMark().Terminal {
 			t.Errorf("err = %v, want the canceled error", err)
 		}
 	}
@@ -94,7 +94,7 @@ func TestEnter(t *testing.T) {
 		}
 		m.Leave()
 	}
-	if be, ok := errors.AsType[*Error](m.Enter("b")); !ok || be.Budget != Calls || be.Detail != "b" || be.Transient() {
+	if be, ok := errors.AsType[*Error](m.Enter("b")); !ok || be.Budget != Calls || be.Detail != "b" || !be.RequeueMark().Terminal {
 		t.Errorf("err = %v, want the calls error", be)
 	}
 	m.Init(Limits{Calls: 2 * MaxDepth})
