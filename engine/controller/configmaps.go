@@ -16,6 +16,7 @@ import (
 
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/kube"
 )
 
@@ -159,7 +160,7 @@ func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, erro
 	var skipped []*catalog.FolderError
 	for _, cm := range cms {
 		src := configMapSource(cm.Namespace, cm.Name)
-		k, err := catalog.LoadKindFS(cm.Name, src, configMapFS(cm))
+		k, err := catalog.Compile(cm.Name, src, configMapFiles(cm))
 		if err != nil {
 			skipped = append(skipped, &catalog.FolderError{Dir: src, Err: err})
 			continue
@@ -204,3 +205,16 @@ var (
 	_ loadReporter = (*ConfigMapFolders)(nil)
 	_ Folders      = Dir("")
 )
+
+// configMapFiles are cm's keys, Data and BinaryData, as the files of a
+// folder: a key cannot hold a slash, so a ConfigMap is a flat folder.
+func configMapFiles(cm *corev1.ConfigMap) layout.Files {
+	m := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for name, data := range cm.Data {
+		m[name] = []byte(data)
+	}
+	for name, data := range cm.BinaryData {
+		m[name] = data
+	}
+	return layout.FromMap(m)
+}

@@ -8,10 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/catalog/layout"
 )
 
 // widgetFolder renders one ConfigMap per Widget, holding its size.
-var widgetFolder = folderFS{
+var widgetFolder = layout.Files{
 	"kind.yaml": []byte("apiVersion: e.io/v1\nkind: Widget\n"),
 	"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}-config\n" +
 		"data:\n  size: {{ .Spec.size | quote }}\n"),
@@ -19,7 +20,7 @@ var widgetFolder = folderFS{
 
 func loadWidget(t *testing.T) *catalog.Kind {
 	t.Helper()
-	k, err := catalog.LoadKindFS("widget", "test/widget", widgetFolder)
+	k, err := catalog.Compile("widget", "test/widget", widgetFolder)
 	if err != nil {
 		t.Fatal(err)
 	}

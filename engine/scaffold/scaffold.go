@@ -15,13 +15,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"testing/fstest"
 	"text/template"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/crd"
 )
 
@@ -162,27 +162,27 @@ func Files(o Options) (*Result, error) {
 	return &Result{Files: out, Plural: def.Spec.Names.Plural, CRDName: def.Name}, nil
 }
 
-// renderFolder renders the kind folder's files, as an fs.FS for the catalog
-// and as Files under d.Dir.
-func renderFolder(d data) (fstest.MapFS, []File, error) {
-	fsys := fstest.MapFS{}
+// renderFolder renders the kind folder's files, for the catalog and as
+// Files under d.Dir.
+func renderFolder(d data) (layout.Files, []File, error) {
+	files := layout.Files{}
 	var out []File
 	for _, name := range folderFiles {
 		b, err := execute(name, d)
 		if err != nil {
 			return nil, nil, err
 		}
-		fsys[name] = &fstest.MapFile{Data: b, Mode: 0o644}
+		files[name] = b
 		out = append(out, File{Path: filepath.Join(filepath.FromSlash(d.Dir), d.Folder, name), Data: b})
 	}
-	return fsys, out, nil
+	return files, out, nil
 }
 
 // generate loads the folder as the operator does and returns its CRD: the
 // scaffold's templates must parse, its kind.yaml must load, and its schema
 // must make a CRD.
-func generate(folder, dir string, fsys fs.FS) (*catalog.Kind, *apiextensionsv1.CustomResourceDefinition, error) {
-	k, err := catalog.LoadKindFS(folder, filepath.Join(dir, folder), fsys)
+func generate(folder, dir string, files layout.Files) (*catalog.Kind, *apiextensionsv1.CustomResourceDefinition, error) {
+	k, err := catalog.Compile(folder, filepath.Join(dir, folder), files)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scaffold: the scaffolded folder does not load: %w", err)
 	}

@@ -132,6 +132,18 @@ func Read(fsys fs.FS) (Files, error) {
 	return files, nil
 }
 
+// FromMap keeps the files of m that have a role: a folder given as data (a
+// ConfigMap's keys, a scaffold), read as Read reads a directory.
+func FromMap(m map[string][]byte) Files {
+	files := Files{}
+	for name, data := range m {
+		if RoleOf(name) != Ignored {
+			files[name] = data
+		}
+	}
+	return files
+}
+
 // Names returns the names of the files, sorted.
 func (f Files) Names() []string {
 	names := make([]string, 0, len(f))

@@ -79,3 +79,11 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("a changed file or name kept the fingerprint")
 	}
 }
+
+// TestFromMap: a folder given as data keeps the files Read would read.
+func TestFromMap(t *testing.T) {
+	files := FromMap(map[string][]byte{"kind.yaml": []byte("k"), "a.yaml": []byte("a"), "README.md": []byte("r"), ".swp": nil})
+	if got := files.Names(); len(got) != 2 || got[0] != "a.yaml" || got[1] != "kind.yaml" {
+		t.Errorf("FromMap kept %v, want a.yaml and kind.yaml", got)
+	}
+}
