@@ -377,18 +377,25 @@ func reflectGuard(h *holder, name string, fn any) any {
 			func() ([]reflect.Value, error) { return call(args) },
 			func(res []reflect.Value) int64 { return resultCost(m, res[0]) })
 		if err != nil {
-			res = make([]reflect.Value, len(out))
-			for i := range len(out) - 1 {
-				res[i] = reflect.Zero(out[i])
-			}
-			res[len(out)-1] = reflect.ValueOf(&err).Elem()
-			return res
+			return failed(out, err)
 		}
 		if !hasErr {
 			res = append(res, reflect.Zero(errorType))
 		}
 		return res
 	}).Interface()
+}
+
+// failed is the results of a function of out that returns err: zero
+// values, then err. Its own function, so that err is moved to the heap
+// only when a call fails.
+func failed(out []reflect.Type, err error) []reflect.Value {
+	res := make([]reflect.Value, len(out))
+	for i := range len(out) - 1 {
+		res[i] = reflect.Zero(out[i])
+	}
+	res[len(out)-1] = reflect.ValueOf(&err).Elem()
+	return res
 }
 
 // resultCost is what a function's result takes, by its kind.

@@ -66,7 +66,7 @@ func (s *Set) Children(ctx context.Context, in Input) (*Result, error) {
 			if res.Manifests, err = appendManifests(res.Manifests, name, out); err != nil {
 				return nil, err
 			}
-			if limit := r.budget.MaxManifests; len(res.Manifests) > limit {
+			if limit := r.maxManifests; len(res.Manifests) > limit {
 				be := &BudgetError{Budget: BudgetManifests, Limit: int64(limit)}
 				return nil, &Error{Template: name, Message: be.Error(), err: be}
 			}
@@ -99,14 +99,21 @@ func (s *Set) Status(ctx context.Context, in Input) (*Result, error) {
 // are still running, all objects together.
 func (s *Set) Runaway() int { return s.runaway.count() }
 
-// render is one call of Children or Status.
+// render is one call of Children or Status, run on a goroutine of its own
+// (runWith).
 type render struct {
-	set    *Set
-	inst   *instance
-	state  *renderState
-	budget Budget // with the defaults
-	data   map[string]any
-	w      budget.Writer // reused across the files of the render
+	set          *Set
+	inst         *instance
+	state        *renderState
+	maxManifests int
+	data         map[string]any
+	w            budget.Writer // reused across the files of the render
+
+	// progress is running, finished or abandoned: the render's goroutine
+	// and its caller race to move it on. done has its outcome once it
+	// finished.
+	progress atomic.Int32
+	done     chan outcome
 }
 
 type outcome struct {
@@ -138,19 +145,12 @@ func (s *Set) degraded(key string) error {
 	return nil
 }
 
-// Where a render run by runWith is: its goroutine and its caller race to
-// move it from running to finished or abandoned.
+// Where a render run by runWith is (render.progress).
 const (
 	running = iota
 	finished
 	abandoned
 )
-
-// flight is a render running on a goroutine of its own.
-type flight struct {
-	state atomic.Int32 // running, finished or abandoned
-	done  chan outcome // the outcome, when it finished
-}
 
 // runWith executes body on an instance of s, over data, on a goroutine of
 // its own, and waits at most the budget's timeout plus a grace period.
@@ -167,10 +167,9 @@ func (s *Set) runWith(ctx context.Context, key string, in Input, data map[string
 	if err != nil {
 		return nil, err
 	}
-	r := &render{set: s, inst: inst, state: st, budget: b, data: data}
+	r := &render{set: s, inst: inst, state: st, maxManifests: b.MaxManifests, data: data, done: make(chan outcome, 1)}
 	deadline := time.AfterFunc(b.Timeout, st.meter.Expire)
 	stopOnCancel := context.AfterFunc(ctx, st.meter.Cancel)
-	f := &flight{done: make(chan outcome, 1)}
 	goRender(func() {
 		res, err := body(r)
 		if err == nil {
@@ -179,40 +178,41 @@ func (s *Set) runWith(ctx context.Context, key string, in Input, data map[string
 		deadline.Stop()
 		stopOnCancel()
 		s.checkin(inst)
-		if f.state.CompareAndSwap(running, finished) {
-			f.done <- outcome{res, err}
+		if r.progress.CompareAndSwap(running, finished) {
+			r.done <- outcome{res, err}
 			return
 		}
 		s.runaway.add(key, -1)
 	})
-	return s.await(ctx, key, b, st, f)
+	return s.await(ctx, key, b, r)
 }
 
-// await returns the outcome of f, or abandons it past its deadline and
+// await returns the outcome of r, or abandons it past its deadline and
 // grace period, or past a grace period once ctx is done.
-func (s *Set) await(ctx context.Context, key string, b Budget, st *renderState, f *flight) (*Result, error) {
+func (s *Set) await(ctx context.Context, key string, b Budget, r *render) (*Result, error) {
 	hard := time.NewTimer(b.Timeout + b.grace())
 	defer hard.Stop()
 	select {
-	case o := <-f.done:
+	case o := <-r.done:
 		return o.res, o.err
 	case <-hard.C:
 	case <-ctx.Done():
 		g := time.NewTimer(b.grace())
 		defer g.Stop()
 		select {
-		case o := <-f.done:
+		case o := <-r.done:
 			return o.res, o.err
 		case <-g.C:
 		}
 	}
 	// Counted before the render can end and uncount itself.
 	n := s.runaway.add(key, 1)
-	if !f.state.CompareAndSwap(running, abandoned) {
+	if !r.progress.CompareAndSwap(running, abandoned) {
 		s.runaway.add(key, -1)
-		o := <-f.done
+		o := <-r.done
 		return o.res, o.err
 	}
+	st := r.state
 	// The deadline or ctx has set it already; an abandoned render must
 	// stop at its next check whatever happened.
 	st.meter.Expire()

@@ -3,7 +3,7 @@ package render
 import "time"
 
 // A render runs on a goroutine of its own, so that one that overruns its
-// budget can be abandoned (Set.run). text/template recurses deeply: a
+// budget can be abandoned (Set.runWith). text/template recurses deeply: a
 // fresh goroutine grows its stack from 8 KiB several times in every
 // render, which cost a tenth of a render's CPU. Renders therefore run on
 // goroutines that are kept for the next render while they are busy often
