@@ -34,16 +34,15 @@ func TestNamespaceConfinement(t *testing.T) {
 	procWaitServing(t, op, 1)
 
 	// At home: converges, as a control.
-	procCreate(t, procReach, teamA, "home", map[string]any{})
+	env.CreateSpec(t, procReach.res, procReach.kind, teamA, "home", map[string]any{})
 	cluster.Eventually(t, 30*time.Second, "Reach home converges in the watched namespace", func(ctx context.Context) (bool, error) {
 		return true, procConverged(ctx, procReach.res, teamA, "home", "owner", "home")
 	})
 
-	procCreate(t, procReach, teamA, "away", map[string]any{"target": teamB, "name": "taken"})
-	o := waitCondition(t, procReach.res, teamA, "away", "Reconciled", "False", "RenderFailed",
-		fmt.Sprintf("outside the namespace the operator watches (run --namespace %s)", teamA), 30*time.Second)
-	_, _, msg, _ := condition(o, "Reconciled")
-	t.Logf("Reach away: Reconciled=False RenderFailed: %s", msg)
+	env.CreateSpec(t, procReach.res, procReach.kind, teamA, "away", map[string]any{"target": teamB, "name": "taken"})
+	o := env.WaitCondition(t, procReach.res, teamA, "away", "Reconciled", "False", "RenderFailed",
+		fmt.Sprintf("outside the namespace the operator watches (run --namespace %s)", teamA))
+	t.Logf("Reach away: Reconciled=False RenderFailed: %s", cluster.Condition(o, "Reconciled").Message)
 
 	procAlive(t, op, "after the refusal")
 	got, err := cs.CoreV1().ConfigMaps(teamB).Get(ctx, "taken", metav1.GetOptions{})

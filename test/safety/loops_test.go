@@ -18,8 +18,8 @@ import (
 func TestRandomDoesNotLoop(t *testing.T) {
 	ns := env.Namespace(t)
 	randoms := safetyGVR("randoms")
-	create(t, randoms, ns, "apiVersion: safety.tmplop.io/v1\nkind: Random\nmetadata: {name: r}\nspec: {size: 1}\n")
-	reconciled(t, randoms, ns, "r")
+	env.Create(t, randoms, ns, "apiVersion: safety.tmplop.io/v1\nkind: Random\nmetadata: {name: r}\nspec: {size: 1}\n")
+	env.WaitReconciled(t, randoms, ns, "r")
 	mark := time.Now()
 	time.Sleep(5 * time.Second)
 	if n := writesTo(mark, "/configmaps/r"); n != 0 {
@@ -27,8 +27,8 @@ func TestRandomDoesNotLoop(t *testing.T) {
 	}
 
 	// A reconcile without a spec change (a label): reported, not applied.
-	patch(t, randoms, ns, "r", `{"metadata":{"labels":{"touched":"1"}}}`)
-	waitCondition(t, randoms, ns, "r", "Reconciled", "False", "NonDeterministic", "configmap.yaml: configmaps "+ns+"/r (it calls randAlphaNum)", 30*time.Second)
+	env.Patch(t, randoms, ns, "r", `{"metadata":{"labels":{"touched":"1"}}}`)
+	env.WaitCondition(t, randoms, ns, "r", "Reconciled", "False", "NonDeterministic", "configmap.yaml: configmaps "+ns+"/r (it calls randAlphaNum)")
 	time.Sleep(2 * time.Second)
 	if n := writesTo(mark, "/configmaps/r"); n != 0 {
 		t.Fatalf("%d writes to the ConfigMap after a label change:\n%s", n, writesSince(mark))
@@ -39,8 +39,8 @@ func TestRandomDoesNotLoop(t *testing.T) {
 
 	// A spec change applies it, once.
 	mark = time.Now()
-	patch(t, randoms, ns, "r", `{"spec":{"size":2}}`)
-	reconciled(t, randoms, ns, "r")
+	env.Patch(t, randoms, ns, "r", `{"spec":{"size":2}}`)
+	env.WaitReconciled(t, randoms, ns, "r")
 	time.Sleep(3 * time.Second)
 	if n := writesTo(mark, "/configmaps/r"); n != 1 {
 		t.Fatalf("%d writes to the ConfigMap after a spec change, want 1:\n%s", n, writesSince(mark))
@@ -53,8 +53,8 @@ func TestRandomDoesNotLoop(t *testing.T) {
 func TestRequeueFloor(t *testing.T) {
 	ns := env.Namespace(t)
 	ticks := safetyGVR("ticks")
-	create(t, ticks, ns, "apiVersion: safety.tmplop.io/v1\nkind: Tick\nmetadata: {name: t}\nspec: {every: 1ns}\n")
-	reconciled(t, ticks, ns, "t")
+	env.Create(t, ticks, ns, "apiVersion: safety.tmplop.io/v1\nkind: Tick\nmetadata: {name: t}\nspec: {every: 1ns}\n")
+	env.WaitReconciled(t, ticks, ns, "t")
 	mark := time.Now()
 	time.Sleep(5 * time.Second)
 	n := proxy.Count(func(r harness.Request) bool {
@@ -74,8 +74,8 @@ func TestRequeueFloor(t *testing.T) {
 func TestLookupKindServedLate(t *testing.T) {
 	ns := env.Namespace(t)
 	waiters := safetyGVR("waiters")
-	create(t, waiters, ns, "apiVersion: safety.tmplop.io/v1\nkind: Waiter\nmetadata: {name: w}\n")
-	waitCondition(t, waiters, ns, "w", "Reconciled", "False", "LookupFailed", "is its CRD installed?", 30*time.Second)
+	env.Create(t, waiters, ns, "apiVersion: safety.tmplop.io/v1\nkind: Waiter\nmetadata: {name: w}\n")
+	env.WaitCondition(t, waiters, ns, "w", "Reconciled", "False", "LookupFailed", "is its CRD installed?")
 	t.Cleanup(func() {
 		_, _ = env.Kubectl(context.Background(), "delete", "-f", "testdata/gizmo-crd.yaml", "--wait=false")
 	})
@@ -83,10 +83,10 @@ func TestLookupKindServedLate(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	start := time.Now()
-	reconciled(t, waiters, ns, "w")
+	env.WaitReconciled(t, waiters, ns, "w")
 	t.Logf("converged %s after the CRD was installed", time.Since(start).Round(time.Millisecond))
 	cluster.Eventually(t, 10*time.Second, "the child", func(ctx context.Context) (bool, error) {
-		_, err := get(ctx, configMapGVR, ns, "w")
+		_, err := env.Get(ctx, configMapGVR, ns, "w")
 		return err == nil, nil
 	})
 }

@@ -10,15 +10,9 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
@@ -39,7 +33,6 @@ var (
 	env   *cluster.Cluster
 	mgr   *controller.Manager
 	proxy *harness.Proxy // every request of the in-process operator goes through it
-	dyn   dynamic.Interface
 	cs    kubernetes.Interface
 )
 
@@ -58,7 +51,6 @@ func TestMain(m *testing.M) {
 func setup(c *cluster.Cluster) (func(), error) {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	fail := func(err error) (func(), error) { cancel(); return nil, err }
-	dyn = dynamic.NewForConfigOrDie(c.Config)
 	cs = kubernetes.NewForConfigOrDie(c.Config)
 	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(c.RepoRoot(), "crds", "appservice.yaml"), "-f", "testdata/crds.yaml"); err != nil {
 		return fail(fmt.Errorf("install CRDs: %w: %s", err, out))
@@ -98,100 +90,17 @@ func setup(c *cluster.Cluster) (func(), error) {
 	}, nil
 }
 
-func gvr(group, version, resource string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
-}
-
 // safetyGVR is a test kind's resource.
 func safetyGVR(resource string) schema.GroupVersionResource {
-	return gvr("safety.tmplop.io", "v1", resource)
+	return cluster.GVR("safety.tmplop.io", "v1", resource)
 }
 
 var (
-	configMapGVR  = gvr("", "v1", "configmaps")
-	deployGVR     = gvr("apps", "v1", "deployments")
-	appserviceGVR = gvr("app.example.com", "v1", "appservices")
+	configMapGVR  = cluster.GVR("", "v1", "configmaps")
+	deployGVR     = cluster.GVR("apps", "v1", "deployments")
+	appserviceGVR = cluster.GVR("app.example.com", "v1", "appservices")
 	randomGK      = schema.GroupKind{Group: "safety.tmplop.io", Kind: "Random"}
 )
-
-// create creates the object in YAML in ns ("" for cluster-scoped).
-func create(t *testing.T, res schema.GroupVersionResource, ns, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	got, err := resource(res, ns).Create(t.Context(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create %s %s: %v", res.Resource, u.GetName(), err)
-	}
-	return got
-}
-
-func resource(res schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
-	if ns == "" {
-		return dyn.Resource(res)
-	}
-	return dyn.Resource(res).Namespace(ns)
-}
-
-func get(ctx context.Context, res schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
-	return resource(res, ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-func exists(t *testing.T, res schema.GroupVersionResource, ns, name string) bool {
-	t.Helper()
-	_, err := get(t.Context(), res, ns, name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	return err == nil
-}
-
-func patch(t *testing.T, res schema.GroupVersionResource, ns, name, mergePatch string) {
-	t.Helper()
-	if _, err := resource(res, ns).Patch(t.Context(), name, types.MergePatchType, []byte(mergePatch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patch %s %s: %v", res.Resource, name, err)
-	}
-}
-
-// condition returns a condition of obj.
-func condition(obj *unstructured.Unstructured, typ string) (status, reason, message string, found bool) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"]), true
-		}
-	}
-	return "", "", "", false
-}
-
-// waitCondition waits for a condition of the object with status and
-// reason whose message holds fragment, at the object's generation.
-func waitCondition(t *testing.T, res schema.GroupVersionResource, ns, name, typ, status, reason, fragment string, timeout time.Duration) *unstructured.Unstructured {
-	t.Helper()
-	var last *unstructured.Unstructured
-	cluster.Eventually(t, timeout, fmt.Sprintf("%s %s: %s=%s %s mentioning %q", res.Resource, name, typ, status, reason, fragment), func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, res, ns, name)
-		if err != nil {
-			return false, err
-		}
-		last = o
-		st, rs, msg, _ := condition(o, typ)
-		if st == status && rs == reason && strings.Contains(msg, fragment) {
-			return true, nil
-		}
-		return false, fmt.Errorf("now %s=%s %s: %s", typ, st, rs, msg)
-	})
-	return last
-}
-
-// reconciled waits for Reconciled=True at the object's generation.
-func reconciled(t *testing.T, res schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
-	t.Helper()
-	return waitCondition(t, res, ns, name, "Reconciled", "True", "Reconciled", "", 30*time.Second)
-}
 
 // writesTo counts the in-process operator's write requests since mark
 // whose path ends with suffix (e.g. "/configmaps/x").

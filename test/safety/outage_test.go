@@ -40,7 +40,7 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Only the operator goes through the proxy; the test's own client
-	// (dyn, cs) talks to the API server directly, so it keeps working
+	// (env, cs) talks to the API server directly, so it keeps working
 	// during the outage, as other users of the cluster would.
 	op := procStart(t, manager, procTemplates(t, "outage"), kubeconfig)
 	ns := env.Namespace(t)
@@ -50,7 +50,7 @@ func TestAPIServerOutage(t *testing.T) {
 	for i := range 6 {
 		name := fmt.Sprintf("f%d", i)
 		want[name] = "v1"
-		procCreate(t, procFault, ns, name, map[string]any{"value": "v1"})
+		env.CreateSpec(t, procFault.res, procFault.kind, ns, name, map[string]any{"value": "v1"})
 	}
 	procWaitAll(t, ns, want, 60*time.Second, "before the outage")
 	procAlive(t, op, "before the outage")
@@ -63,15 +63,15 @@ func TestAPIServerOutage(t *testing.T) {
 		do    func(t *testing.T, name string)
 	}{
 		{"create", []string{"f6", "f7", "f8", "f9"}, func(t *testing.T, name string) {
-			procCreate(t, procFault, ns, name, map[string]any{"value": "new"})
+			env.CreateSpec(t, procFault.res, procFault.kind, ns, name, map[string]any{"value": "new"})
 			want[name] = "new"
 		}},
 		{"change", []string{"f0", "f1", "f2"}, func(t *testing.T, name string) {
-			patch(t, procFault.res, ns, name, `{"spec":{"value":"v2"}}`)
+			env.Patch(t, procFault.res, ns, name, `{"spec":{"value":"v2"}}`)
 			want[name] = "v2"
 		}},
 		{"delete", []string{"f3", "f4"}, func(t *testing.T, name string) {
-			if err := resource(procFault.res, ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			if err := env.Resource(procFault.res, ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 				t.Fatalf("delete %s: %v", name, err)
 			}
 			delete(want, name)
@@ -92,7 +92,7 @@ func TestAPIServerOutage(t *testing.T) {
 	// The outage is real: the operator tried and could not act on what
 	// changed behind its back.
 	tried := p.Count(func(r harness.Request) bool { return !r.Time.Before(down) })
-	if exists(t, configMapGVR, ns, "f6") {
+	if env.Exists(t, configMapGVR, ns, "f6") {
 		t.Errorf("ConfigMap f6 exists before the API server came back: the operator was not cut off")
 	}
 	p.Up()
@@ -127,7 +127,7 @@ func TestAPIServerOutage(t *testing.T) {
 	mark := time.Now()
 	p.FailRequests(func(r *http.Request) bool { return r.Method == http.MethodPatch }, http.StatusInternalServerError)
 	for _, name := range []string{"f0", "f5"} {
-		patch(t, procFault.res, ns, name, `{"spec":{"value":"v3"}}`)
+		env.Patch(t, procFault.res, ns, name, `{"spec":{"value":"v3"}}`)
 		want[name] = "v3"
 	}
 	for time.Since(mark) < failing {
@@ -176,7 +176,7 @@ func procLost(ctx context.Context, ns string, want map[string]string) []string {
 // names no existing Fault.
 func procOrphans(ctx context.Context, t *testing.T, ns, manager string) []string {
 	t.Helper()
-	faults, err := resource(procFault.res, ns).List(ctx, metav1.ListOptions{})
+	faults, err := env.Resource(procFault.res, ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,12 +68,11 @@ func TestNoTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := time.Now()
-	create(t, appserviceGVR, ns, appService("web", "nginx:1.27"))
+	env.Create(t, appserviceGVR, ns, appService("web", "nginx:1.27"))
 
-	o := waitCondition(t, appserviceGVR, ns, "web", "Reconciled", "False", "OwnershipConflict",
-		"exists and is not owned by this AppService", 30*time.Second)
-	_, _, msg, _ := condition(o, "Reconciled")
-	t.Logf("condition: %s", msg)
+	o := env.WaitCondition(t, appserviceGVR, ns, "web", "Reconciled", "False", "OwnershipConflict",
+		"exists and is not owned by this AppService")
+	t.Logf("condition: %s", cluster.Condition(o, "Reconciled").Message)
 	cluster.Eventually(t, 10*time.Second, "an OwnershipConflict Event", func(ctx context.Context) (bool, error) {
 		_, err := event(ctx, ns, "web", "OwnershipConflict")
 		return err == nil, err
@@ -89,7 +88,7 @@ func TestNoTakeover(t *testing.T) {
 		}
 	}
 	unchanged()
-	if exists(t, gvr("", "v1", "services"), ns, "web") {
+	if env.Exists(t, cluster.GVR("", "v1", "services"), ns, "web") {
 		t.Fatal("a Service was applied although the plan had a conflict: nothing must be applied")
 	}
 	if n := writesTo(mark, "/deployments/web"); n != 0 {
@@ -97,20 +96,18 @@ func TestNoTakeover(t *testing.T) {
 	}
 
 	t.Run("deleting the AppService leaves the Deployment", func(t *testing.T) {
-		if err := dyn.Resource(appserviceGVR).Namespace(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		env.Delete(t, appserviceGVR, ns, "web")
 		time.Sleep(3 * time.Second) // time for the garbage collector, had there been an owner reference
 		unchanged()
 	})
 
 	t.Run("adoption with the owner's consent", func(t *testing.T) {
-		as := create(t, appserviceGVR, ns, appService("web", "nginx:1.27"))
-		waitCondition(t, appserviceGVR, ns, "web", "Reconciled", "False", "OwnershipConflict", "", 30*time.Second)
-		patch(t, deployGVR, ns, "web", `{"metadata":{"annotations":{"operator.tmplop.io/parent":"AppService.app.example.com/`+ns+`/web"}}}`)
+		as := env.Create(t, appserviceGVR, ns, appService("web", "nginx:1.27"))
+		env.WaitCondition(t, appserviceGVR, ns, "web", "Reconciled", "False", "OwnershipConflict")
+		env.Patch(t, deployGVR, ns, "web", `{"metadata":{"annotations":{"operator.tmplop.io/parent":"AppService.app.example.com/`+ns+`/web"}}}`)
 		// The consent is an event on the occupied name: the AppService is
 		// reconciled again at once, not after a backoff.
-		reconciled(t, appserviceGVR, ns, "web")
+		env.WaitReconciled(t, appserviceGVR, ns, "web")
 		d, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -129,11 +126,11 @@ func TestNoTakeover(t *testing.T) {
 func TestTwoParentsOneChild(t *testing.T) {
 	ns := env.Namespace(t)
 	shared := safetyGVR("shareds")
-	a := create(t, shared, ns, "apiVersion: safety.tmplop.io/v1\nkind: Shared\nmetadata: {name: a}\nspec: {child: x}\n")
-	reconciled(t, shared, ns, "a")
-	create(t, shared, ns, "apiVersion: safety.tmplop.io/v1\nkind: Shared\nmetadata: {name: b}\nspec: {child: x}\n")
-	waitCondition(t, shared, ns, "b", "Reconciled", "False", "OwnershipConflict",
-		"belongs to Shared.safety.tmplop.io/"+ns+"/a: two objects render the same child", 30*time.Second)
+	a := env.Create(t, shared, ns, "apiVersion: safety.tmplop.io/v1\nkind: Shared\nmetadata: {name: a}\nspec: {child: x}\n")
+	env.WaitReconciled(t, shared, ns, "a")
+	env.Create(t, shared, ns, "apiVersion: safety.tmplop.io/v1\nkind: Shared\nmetadata: {name: b}\nspec: {child: x}\n")
+	env.WaitCondition(t, shared, ns, "b", "Reconciled", "False", "OwnershipConflict",
+		"belongs to Shared.safety.tmplop.io/"+ns+"/a: two objects render the same child")
 	time.Sleep(2 * time.Second)
 	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "x", metav1.GetOptions{})
 	if err != nil {
@@ -143,11 +140,9 @@ func TestTwoParentsOneChild(t *testing.T) {
 		t.Fatalf("the child changed hands: owner %v, data %v", owner, cm.Data)
 	}
 
-	if err := dyn.Resource(shared).Namespace(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.Delete(t, shared, ns, "a")
 	// The garbage collector deletes x; that event wakes b, which waited.
-	reconciled(t, shared, ns, "b")
+	env.WaitReconciled(t, shared, ns, "b")
 	cluster.Eventually(t, 30*time.Second, "x re-created for b", func(ctx context.Context) (bool, error) {
 		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "x", metav1.GetOptions{})
 		return err == nil && cm.Data["from"] == "b", err

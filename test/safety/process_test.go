@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -95,13 +94,13 @@ func TestRenderBombs(t *testing.T) {
 			budgets: []string{"time"}},
 	}
 	for _, b := range bombs {
-		procCreate(t, b.kind, ns, b.name, b.spec)
+		env.CreateSpec(t, b.kind.res, b.kind.kind, ns, b.name, b.spec)
 	}
 	procAlive(t, op, "after creating the bombs")
 
 	// Right after the bombs, while they render: another tenant's object.
 	start := time.Now()
-	procCreate(t, procGood, other, "good", map[string]any{"value": "fine"})
+	env.CreateSpec(t, procGood.res, procGood.kind, other, "good", map[string]any{"value": "fine"})
 	cluster.Eventually(t, 30*time.Second, "Good converges beside the bombs", func(ctx context.Context) (bool, error) {
 		return true, procConverged(ctx, procGood.res, other, "good", "value", "fine")
 	})
@@ -116,7 +115,7 @@ func TestRenderBombs(t *testing.T) {
 		msg := procWaitFailed(t, b.kind.res, ns, b.name, "RenderFailed", b.budgets, 30*time.Second)
 		t.Logf("%s bomb: %s", b.name, msg)
 		// A failed render applies nothing: the bomb's child never exists.
-		if exists(t, configMapGVR, ns, b.name) {
+		if env.Exists(t, configMapGVR, ns, b.name) {
 			t.Errorf("%s bomb: its ConfigMap %s/%s exists, want no child from a failed render", b.name, ns, b.name)
 		}
 	}
@@ -151,7 +150,7 @@ func TestRenderBombs(t *testing.T) {
 	// A new generation of the Spin starts a render that runs until its time
 	// budget; SIGTERM lands while it is in flight. The drain must end it
 	// (by its own budget or by canceling it) within the drain timeout.
-	patch(t, procSpin.res, ns, "spin", `{"spec":{"n":1001}}`)
+	env.Patch(t, procSpin.res, ns, "spin", `{"spec":{"n":1001}}`)
 	time.Sleep(300 * time.Millisecond)
 	procAlive(t, op, "before SIGTERM")
 	if err := op.Signal(syscall.SIGTERM); err != nil {
@@ -172,10 +171,9 @@ func TestRenderBombs(t *testing.T) {
 	}
 	// What the drained render left on the object: informative only, since
 	// a drain may as well cancel the render and report nothing.
-	if o, err := get(t.Context(), procSpin.res, ns, "spin"); err == nil {
-		st, reason, msg, _ := condition(o, "Reconciled")
-		og, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-		t.Logf("Spin after the drain: generation %d, observedGeneration %d, Reconciled=%s %s: %s", o.GetGeneration(), og, st, reason, msg)
+	if o, err := env.Get(t.Context(), procSpin.res, ns, "spin"); err == nil {
+		c := cluster.Condition(o, "Reconciled")
+		t.Logf("Spin after the drain: generation %d, observedGeneration %d, Reconciled=%s %s: %s", o.GetGeneration(), cluster.ObservedGeneration(o), c.Status, c.Reason, c.Message)
 	}
 }
 
@@ -248,24 +246,6 @@ func procStop(t *testing.T, op *harness.Operator, timeout time.Duration) time.Du
 	return took
 }
 
-// procCreate creates an object of a safety kind with spec, built as a map
-// so that no template string goes through YAML quoting.
-func procCreate(t *testing.T, k procKind, ns, name string, spec map[string]any) *unstructured.Unstructured {
-	t.Helper()
-	res := k.res
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": res.GroupVersion().String(),
-		"kind":       k.kind,
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"spec":       spec,
-	}}
-	got, err := resource(res, ns).Create(t.Context(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create %s %s/%s: %v", res.Resource, ns, name, err)
-	}
-	return got
-}
-
 // procKind is a test kind of these tests, by resource and kind: named
 // both ways, never one guessed from the other.
 type procKind struct {
@@ -284,15 +264,14 @@ var (
 // procConverged returns nil when the object's ConfigMap child holds want
 // under key and the object is Reconciled=True at its generation.
 func procConverged(ctx context.Context, res schema.GroupVersionResource, ns, name, key, want string) error {
-	o, err := get(ctx, res, ns, name)
+	o, err := env.Get(ctx, res, ns, name)
 	if err != nil {
 		return err
 	}
-	og, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-	if st, reason, msg, _ := condition(o, "Reconciled"); st != "True" || og != o.GetGeneration() {
-		return fmt.Errorf("%s %s: generation %d, observedGeneration %d, Reconciled=%s %s: %s", res.Resource, name, o.GetGeneration(), og, st, reason, msg)
+	if c, og := cluster.Condition(o, "Reconciled"), cluster.ObservedGeneration(o); c.Status != "True" || og != o.GetGeneration() {
+		return fmt.Errorf("%s %s: generation %d, observedGeneration %d, Reconciled=%s %s: %s", res.Resource, name, o.GetGeneration(), og, c.Status, c.Reason, c.Message)
 	}
-	cm, err := get(ctx, configMapGVR, ns, name)
+	cm, err := env.Get(ctx, configMapGVR, ns, name)
 	if err != nil {
 		return fmt.Errorf("%s %s: ConfigMap: %w", res.Resource, name, err)
 	}
@@ -310,20 +289,20 @@ func procWaitFailed(t *testing.T, res schema.GroupVersionResource, ns, name, rea
 	var last string
 	cluster.Eventually(t, timeout, fmt.Sprintf("%s %s: Reconciled=False %s naming budget %s", res.Resource, name, reason, strings.Join(budgets, " or ")),
 		func(ctx context.Context) (bool, error) {
-			o, err := get(ctx, res, ns, name)
+			o, err := env.Get(ctx, res, ns, name)
 			if err != nil {
 				return false, err
 			}
-			st, rs, msg, _ := condition(o, "Reconciled")
-			last = msg
-			if st == "False" && rs == reason {
+			c := cluster.Condition(o, "Reconciled")
+			last = c.Message
+			if c.Status == "False" && c.Reason == reason {
 				for _, b := range budgets {
-					if strings.Contains(msg, "render budget exceeded: "+b) {
+					if strings.Contains(c.Message, "render budget exceeded: "+b) {
 						return true, nil
 					}
 				}
 			}
-			return false, fmt.Errorf("now Reconciled=%s %s: %s", st, rs, msg)
+			return false, fmt.Errorf("now Reconciled=%s %s: %s", c.Status, c.Reason, c.Message)
 		})
 	return last
 }

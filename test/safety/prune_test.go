@@ -23,14 +23,14 @@ import (
 func TestTwoAPIVersions(t *testing.T) {
 	ns := env.Namespace(t)
 	one, two := safetyGVR("hpaones"), safetyGVR("hpatwos")
-	hpas := gvr("autoscaling", "v2", "horizontalpodautoscalers")
-	create(t, one, ns, "apiVersion: safety.tmplop.io/v1\nkind: HpaOne\nmetadata: {name: a}\n")
-	create(t, two, ns, "apiVersion: safety.tmplop.io/v1\nkind: HpaTwo\nmetadata: {name: b}\n")
-	reconciled(t, one, ns, "a")
-	reconciled(t, two, ns, "b")
+	hpas := cluster.GVR("autoscaling", "v2", "horizontalpodautoscalers")
+	env.Create(t, one, ns, "apiVersion: safety.tmplop.io/v1\nkind: HpaOne\nmetadata: {name: a}\n")
+	env.Create(t, two, ns, "apiVersion: safety.tmplop.io/v1\nkind: HpaTwo\nmetadata: {name: b}\n")
+	env.WaitReconciled(t, one, ns, "a")
+	env.WaitReconciled(t, two, ns, "b")
 	uids := map[string]string{}
 	for _, n := range []string{"a", "b"} {
-		h, err := get(t.Context(), hpas, ns, n)
+		h, err := env.Get(t.Context(), hpas, ns, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,8 +39,8 @@ func TestTwoAPIVersions(t *testing.T) {
 	mark := time.Now()
 	// Reconcile both a few times: every reconcile prunes.
 	for i := range 3 {
-		patch(t, one, ns, "a", fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, i))
-		patch(t, two, ns, "b", fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, i))
+		env.Patch(t, one, ns, "a", fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, i))
+		env.Patch(t, two, ns, "b", fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, i))
 		time.Sleep(time.Second)
 	}
 	time.Sleep(2 * time.Second)
@@ -56,7 +56,7 @@ func TestTwoAPIVersions(t *testing.T) {
 		t.Fatalf("HPAs deleted or the preferred-version child re-applied:\n%s", writesSince(mark))
 	}
 	for n, uid := range uids {
-		h, err := get(t.Context(), hpas, ns, n)
+		h, err := env.Get(t.Context(), hpas, ns, n)
 		if err != nil || string(h.GetUID()) != uid {
 			t.Fatalf("HPA %s was deleted or replaced: %v", n, err)
 		}
@@ -74,16 +74,14 @@ func TestCreateDeleteRace(t *testing.T) {
 	const n = 20
 	for i := range n {
 		name := fmt.Sprintf("r%d", i)
-		create(t, races, ns, "apiVersion: safety.tmplop.io/v1\nkind: Race\nmetadata: {name: "+name+"}\n")
-		if err := dyn.Resource(races).Namespace(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		env.Create(t, races, ns, "apiVersion: safety.tmplop.io/v1\nkind: Race\nmetadata: {name: "+name+"}\n")
+		env.Delete(t, races, ns, name)
 	}
 	// Give the reconciles the objects triggered time to run, then wait
 	// for the finalizers of those that got one to clean up.
 	time.Sleep(3 * time.Second)
 	cluster.Eventually(t, 60*time.Second, "no Race and no race ClusterRole left", func(ctx context.Context) (bool, error) {
-		list, err := dyn.Resource(races).Namespace(ns).List(ctx, metav1.ListOptions{})
+		list, err := env.Resource(races, ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -104,14 +102,14 @@ func TestCreateDeleteRace(t *testing.T) {
 func TestPruneOptOut(t *testing.T) {
 	ns := env.Namespace(t)
 	keeps := safetyGVR("keeps")
-	create(t, keeps, ns, "apiVersion: safety.tmplop.io/v1\nkind: Keep\nmetadata: {name: k}\nspec: {render: true}\n")
-	reconciled(t, keeps, ns, "k")
-	patch(t, keeps, ns, "k", `{"spec":{"render":false}}`)
+	env.Create(t, keeps, ns, "apiVersion: safety.tmplop.io/v1\nkind: Keep\nmetadata: {name: k}\nspec: {render: true}\n")
+	env.WaitReconciled(t, keeps, ns, "k")
+	env.Patch(t, keeps, ns, "k", `{"spec":{"render":false}}`)
 	cluster.Eventually(t, 30*time.Second, "k-pruned deleted", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "k-pruned", metav1.GetOptions{})
 		return err != nil, nil
 	})
-	if !exists(t, configMapGVR, ns, "k-kept") {
+	if !env.Exists(t, configMapGVR, ns, "k-kept") {
 		t.Fatal("the child that opted out of pruning was deleted")
 	}
 }
@@ -135,8 +133,8 @@ func TestDeletionGuard(t *testing.T) {
 		source(s, "f")
 	}
 	source("o1", "other")
-	create(t, fleets, ns, "apiVersion: safety.tmplop.io/v1\nkind: Fleet\nmetadata: {name: f}\n")
-	reconciled(t, fleets, ns, "f")
+	env.Create(t, fleets, ns, "apiVersion: safety.tmplop.io/v1\nkind: Fleet\nmetadata: {name: f}\n")
+	env.WaitReconciled(t, fleets, ns, "f")
 	members := func(ctx context.Context) (int, error) {
 		list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=" + fieldManager})
 		return len(list.Items), err
@@ -157,7 +155,7 @@ func TestDeletionGuard(t *testing.T) {
 		{name: "most children in one reconcile without a spec change",
 			// A label picks another set of sources: the render keeps one
 			// new member and drops the four old ones.
-			change: func(t *testing.T) { patch(t, fleets, ns, "f", `{"metadata":{"labels":{"set":"other"}}}`) },
+			change: func(t *testing.T) { env.Patch(t, fleets, ns, "f", `{"metadata":{"labels":{"set":"other"}}}`) },
 			reason: "MassDeletion", message: "4 of 5 children would be deleted without a change of spec", during: 5, left: 1},
 		{name: "every child of an emptied lookup",
 			change: func(t *testing.T) {
@@ -171,7 +169,7 @@ func TestDeletionGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.change(t)
 			start := time.Now()
-			waitCondition(t, fleets, ns, "f", "PruneHeld", "True", tc.reason, tc.message, 30*time.Second)
+			env.WaitCondition(t, fleets, ns, "f", "PruneHeld", "True", tc.reason, tc.message)
 			if n, err := members(t.Context()); err != nil || n != tc.during {
 				t.Fatalf("%d members while the prune is held, want %d (%v)", n, tc.during, err)
 			}
@@ -188,12 +186,11 @@ func TestDeletionGuard(t *testing.T) {
 				t.Fatalf("the prune went through after %s, before the confirm delay of %s", held, pruneDelay)
 			}
 			cluster.Eventually(t, 10*time.Second, "PruneHeld cleared", func(ctx context.Context) (bool, error) {
-				o, err := get(ctx, fleets, ns, "f")
+				o, err := env.Get(ctx, fleets, ns, "f")
 				if err != nil {
 					return false, err
 				}
-				_, _, _, found := condition(o, "PruneHeld")
-				return !found, nil
+				return cluster.Condition(o, "PruneHeld").Status == "", nil
 			})
 		})
 	}
@@ -206,10 +203,10 @@ func TestDeletionGuard(t *testing.T) {
 func TestOrphanSweep(t *testing.T) {
 	ns := env.Namespace(t)
 	races := safetyGVR("races")
-	create(t, races, ns, "apiVersion: safety.tmplop.io/v1\nkind: Race\nmetadata: {name: gone}\n")
-	reconciled(t, races, ns, "gone")
+	env.Create(t, races, ns, "apiVersion: safety.tmplop.io/v1\nkind: Race\nmetadata: {name: gone}\n")
+	env.WaitReconciled(t, races, ns, "gone")
 	role := "race-" + ns + "-gone"
-	if !exists(t, gvr("rbac.authorization.k8s.io", "v1", "clusterroles"), "", role) {
+	if !env.Exists(t, cluster.GVR("rbac.authorization.k8s.io", "v1", "clusterroles"), "", role) {
 		t.Fatal("no ClusterRole")
 	}
 	k, err := catalog.LoadKind("testdata/templates/race")
@@ -218,15 +215,13 @@ func TestOrphanSweep(t *testing.T) {
 	}
 	mgr.Stop(k.GVK.GroupKind())
 	t.Cleanup(func() { _ = mgr.Start(k) })
-	if err := dyn.Resource(races).Namespace(ns).Delete(t.Context(), "gone", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	patch(t, races, ns, "gone", `{"metadata":{"finalizers":null}}`)
+	env.Delete(t, races, ns, "gone")
+	env.Patch(t, races, ns, "gone", `{"metadata":{"finalizers":null}}`)
 	cluster.Eventually(t, 10*time.Second, "the Race gone", func(ctx context.Context) (bool, error) {
-		_, err := get(ctx, races, ns, "gone")
+		_, err := env.Get(ctx, races, ns, "gone")
 		return err != nil, nil
 	})
-	if !exists(t, gvr("rbac.authorization.k8s.io", "v1", "clusterroles"), "", role) {
+	if !env.Exists(t, cluster.GVR("rbac.authorization.k8s.io", "v1", "clusterroles"), "", role) {
 		t.Fatal("the ClusterRole went without the operator")
 	}
 	if err := mgr.Start(k); err != nil {

@@ -29,7 +29,7 @@ func TestPruneAfterRestart(t *testing.T) {
 		manager   = "safety-restart"
 		inventory = manager + "-inventory"
 	)
-	secretGVR := gvr("", "v1", "secrets")
+	secretGVR := cluster.GVR("", "v1", "secrets")
 
 	// The record must be A's doing, not a leftover of an earlier run on a
 	// shared control plane.
@@ -44,17 +44,17 @@ func TestPruneAfterRestart(t *testing.T) {
 	ns := env.Namespace(t)
 
 	a := procStart(t, manager, templates, env.Kubeconfig)
-	procCreate(t, procRestart, ns, "r", map[string]any{})
+	env.CreateSpec(t, procRestart.res, procRestart.kind, ns, "r", map[string]any{})
 	cluster.Eventually(t, 30*time.Second, "v1 children", func(ctx context.Context) (bool, error) {
 		for _, res := range []struct{ what, resource string }{{"ConfigMap", "configmaps"}, {"Secret", "secrets"}} {
-			if _, err := get(ctx, gvr("", "v1", res.resource), ns, "r"); err != nil {
+			if _, err := env.Get(ctx, cluster.GVR("", "v1", res.resource), ns, "r"); err != nil {
 				return false, fmt.Errorf("%s: %w", res.what, err)
 			}
 		}
 		return true, nil
 	})
-	reconciled(t, procRestart.res, ns, "r")
-	cm, err := get(t.Context(), configMapGVR, ns, "r")
+	env.WaitReconciled(t, procRestart.res, ns, "r")
+	cm, err := env.Get(t.Context(), configMapGVR, ns, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPruneAfterRestart(t *testing.T) {
 	start := time.Now()
 	b := procStart(t, manager, templates, env.Kubeconfig)
 	cluster.Eventually(t, 30*time.Second, "operator B prunes the Secret v2 no longer renders", func(ctx context.Context) (bool, error) {
-		_, err := get(ctx, secretGVR, ns, "r")
+		_, err := env.Get(ctx, secretGVR, ns, "r")
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -83,14 +83,14 @@ func TestPruneAfterRestart(t *testing.T) {
 	procAlive(t, b, "after the prune")
 
 	// The ConfigMap stays: the same object, not deleted and re-created.
-	got, err := get(t.Context(), configMapGVR, ns, "r")
+	got, err := env.Get(t.Context(), configMapGVR, ns, "r")
 	if err != nil {
 		t.Fatalf("ConfigMap after B's prune: %v", err)
 	}
 	if got.GetUID() != cm.GetUID() {
 		t.Errorf("ConfigMap re-created (uid %s, was %s), want it kept", got.GetUID(), cm.GetUID())
 	}
-	reconciled(t, procRestart.res, ns, "r")
+	env.WaitReconciled(t, procRestart.res, ns, "r")
 
 	rec, err := cs.CoreV1().ConfigMaps("default").Get(t.Context(), inventory, metav1.GetOptions{})
 	if err != nil {

@@ -26,12 +26,12 @@ func TestUndeclaredLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	peeks := safetyGVR("peeks")
-	create(t, peeks, ns, "apiVersion: safety.tmplop.io/v1\nkind: Peek\nmetadata: {name: p}\nspec: {peek: false}\n")
-	reconciled(t, peeks, ns, "p")
-	patch(t, peeks, ns, "p", `{"spec":{"peek":true}}`)
-	waitCondition(t, peeks, ns, "p", "Reconciled", "False", "RenderFailed", "Secret is not declared in kind.yaml lookups", 30*time.Second)
+	env.Create(t, peeks, ns, "apiVersion: safety.tmplop.io/v1\nkind: Peek\nmetadata: {name: p}\nspec: {peek: false}\n")
+	env.WaitReconciled(t, peeks, ns, "p")
+	env.Patch(t, peeks, ns, "p", `{"spec":{"peek":true}}`)
+	env.WaitCondition(t, peeks, ns, "p", "Reconciled", "False", "RenderFailed", "Secret is not declared in kind.yaml lookups")
 	time.Sleep(time.Second)
-	if !exists(t, configMapGVR, ns, "p-base") {
+	if !env.Exists(t, configMapGVR, ns, "p-base") {
 		t.Fatal("a failed render deleted a child")
 	}
 }
@@ -52,10 +52,10 @@ func TestClusterScopedParent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			name := ns + "-" + tc.name
-			create(t, things, "", "apiVersion: safety.tmplop.io/v1\nkind: ClusterThing\nmetadata: {name: "+name+"}\nspec: "+tc.spec+"\n")
-			t.Cleanup(func() { _ = dyn.Resource(things).Delete(context.Background(), name, metav1.DeleteOptions{}) })
-			waitCondition(t, things, "", name, "Reconciled", "False", "RenderFailed", tc.want, 30*time.Second)
-			if exists(t, configMapGVR, ns, "clusterthing-"+name) {
+			env.Create(t, things, "", "apiVersion: safety.tmplop.io/v1\nkind: ClusterThing\nmetadata: {name: "+name+"}\nspec: "+tc.spec+"\n")
+			t.Cleanup(func() { _ = env.Resource(things, "").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			env.WaitCondition(t, things, "", name, "Reconciled", "False", "RenderFailed", tc.want)
+			if env.Exists(t, configMapGVR, ns, "clusterthing-"+name) {
 				t.Fatal("the child was applied")
 			}
 		})
@@ -80,7 +80,7 @@ func TestBuiltInKindWritesNothing(t *testing.T) {
 		return err == nil && cm.Data["team"] == strings.TrimPrefix(team, "team-"), err
 	})
 	time.Sleep(2 * time.Second)
-	if exists(t, configMapGVR, other, "team-info") {
+	if env.Exists(t, configMapGVR, other, "team-info") {
 		t.Fatal("a namespace not named team-* got a child")
 	}
 	namespaceWrite := regexp.MustCompile(`^/api/v1/namespaces/[^/]+(/status|/finalize)?$`)
@@ -117,17 +117,17 @@ func TestBuiltInKindWritesNothing(t *testing.T) {
 func TestKindSelector(t *testing.T) {
 	ns := env.Namespace(t)
 	sel := safetyGVR("selecteds")
-	create(t, sel, ns, "apiVersion: safety.tmplop.io/v1\nkind: Selected\nmetadata: {name: a, labels: {team: a}}\n")
-	create(t, sel, ns, "apiVersion: safety.tmplop.io/v1\nkind: Selected\nmetadata: {name: b}\n")
-	reconciled(t, sel, ns, "a")
+	env.Create(t, sel, ns, "apiVersion: safety.tmplop.io/v1\nkind: Selected\nmetadata: {name: a, labels: {team: a}}\n")
+	env.Create(t, sel, ns, "apiVersion: safety.tmplop.io/v1\nkind: Selected\nmetadata: {name: b}\n")
+	env.WaitReconciled(t, sel, ns, "a")
 	time.Sleep(2 * time.Second)
-	b, err := get(t.Context(), sel, ns, "b")
+	b, err := env.Get(t.Context(), sel, ns, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := b.Object["status"]; ok || exists(t, configMapGVR, ns, "b") {
+	if _, ok := b.Object["status"]; ok || env.Exists(t, configMapGVR, ns, "b") {
 		t.Fatal("an object outside the kind's selector was reconciled")
 	}
-	patch(t, sel, ns, "b", `{"metadata":{"labels":{"team":"a"}}}`)
-	reconciled(t, sel, ns, "b")
+	env.Patch(t, sel, ns, "b", `{"metadata":{"labels":{"team":"a"}}}`)
+	env.WaitReconciled(t, sel, ns, "b")
 }
