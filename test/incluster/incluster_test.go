@@ -13,21 +13,20 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/internal/testsupport/metricstest"
 	"github.com/tmplop/operator/test/cluster"
 	"github.com/tmplop/operator/test/harness"
 )
 
 var (
-	widgets  = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "widgets"}
-	limiteds = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "limiteds"}
+	widgets  = cluster.GVR("incluster.tmplop.io", "v1", "widgets")
+	limiteds = cluster.GVR("incluster.tmplop.io", "v1", "limiteds")
 )
 
 // TestInCluster runs the operator as deploy/ does: two replicas with leader
@@ -169,13 +168,13 @@ func testExamples(t *testing.T) {
 		{Group: "demo.tmplop.io", Version: "v1alpha1", Resource: "migratedapps"},
 	} {
 		cluster.Eventually(t, 90*time.Second, gvr.Resource+" reconciled", func(ctx context.Context) (bool, error) {
-			list, err := dyn.Resource(gvr).Namespace(testNS).List(ctx, metav1.ListOptions{})
+			list, err := env.Resource(gvr, testNS).List(ctx, metav1.ListOptions{})
 			if err != nil || len(list.Items) == 0 {
 				return false, err
 			}
 			for _, o := range list.Items {
-				c := condition(&o, "Reconciled")
-				if c == nil || c.Status != metav1.ConditionTrue {
+				c := cluster.Condition(&o, "Reconciled")
+				if c.Status != metav1.ConditionTrue {
 					return false, errorf("%s %s: Reconciled %+v", gvr.Resource, o.GetName(), c)
 				}
 			}
@@ -183,7 +182,7 @@ func testExamples(t *testing.T) {
 				// Its Deployment waits for the migration Job: Ready
 				// says when both are done.
 				for _, o := range list.Items {
-					if c := condition(&o, "Ready"); c == nil || c.Status != metav1.ConditionTrue {
+					if c := cluster.Condition(&o, "Ready"); c.Status != metav1.ConditionTrue {
 						return false, errorf("%s %s: Ready %+v", gvr.Resource, o.GetName(), c)
 					}
 				}
@@ -240,7 +239,7 @@ func testConfigMapKind(t *testing.T) {
 	t.Cleanup(func() { _ = cms.Delete(context.Background(), "widget", metav1.DeleteOptions{}) })
 	waitEvent(t, "widget", "KindStarted")
 
-	createObject(t, widgets, testNS, "w1", map[string]any{"color": "blue"})
+	env.CreateSpec(t, widgets, "Widget", testNS, "w1", map[string]any{"color": "blue"})
 	waitChildData(t, testNS, "w1-widget", "color", "blue")
 
 	// Changed: the kind restarts with the new template.
@@ -256,7 +255,7 @@ func testConfigMapKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEvent(t, "widget", "KindFolderInvalid")
-	createObject(t, widgets, testNS, "w2", map[string]any{"color": "green"})
+	env.CreateSpec(t, widgets, "Widget", testNS, "w2", map[string]any{"color": "green"})
 	waitChildData(t, testNS, "w2-widget", "shape", "round")
 
 	// Removed: the kind stops; its objects and children stay as they are.
@@ -267,10 +266,7 @@ func testConfigMapKind(t *testing.T) {
 	cluster.Eventually(t, 10*time.Second, "the leader stops the kind", func(context.Context) (bool, error) {
 		return strings.Contains(lead.Output(), "Kind folder removed: stopping the kind"), nil
 	})
-	patch := []byte(`{"spec":{"color":"red"}}`)
-	if _, err := dyn.Resource(widgets).Namespace(testNS).Patch(ctx, "w1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.Patch(t, widgets, testNS, "w1", `{"spec":{"color":"red"}}`)
 	time.Sleep(3 * time.Second)
 	for name, color := range map[string]string{"w1-widget": "blue", "w2-widget": "green"} {
 		cm, err := cs.CoreV1().ConfigMaps(testNS).Get(ctx, name, metav1.GetOptions{})
@@ -291,21 +287,10 @@ func testPerKindIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cms.Delete(context.Background(), "limited", metav1.DeleteOptions{}) })
-	createObject(t, limiteds, testNS, "l1", map[string]any{})
+	env.CreateSpec(t, limiteds, "Limited", testNS, "l1", map[string]any{})
 	waitChildData(t, testNS, "l1-config", "owner", "l1")
-	cluster.Eventually(t, 30*time.Second, "ApplyFailed: forbidden on the parent", func(ctx context.Context) (bool, error) {
-		o, err := dyn.Resource(limiteds).Namespace(testNS).Get(ctx, "l1", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		c := condition(o, "Reconciled")
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ApplyFailed" ||
-			!strings.Contains(c.Message, "forbidden") || !strings.Contains(c.Message, "system:serviceaccount:"+ns+":limited-kind") {
-			return false, errorf("Reconciled %+v", c)
-		}
-		t.Logf("Reconciled=%s reason=%s message=%s", c.Status, c.Reason, c.Message)
-		return true, nil
-	})
+	o := env.WaitCondition(t, limiteds, testNS, "l1", "Reconciled", "False", "ApplyFailed", "forbidden", "system:serviceaccount:"+ns+":limited-kind")
+	t.Logf("Reconciled=False reason=ApplyFailed message=%s", cluster.Condition(o, "Reconciled").Message)
 	if _, err := cs.AppsV1().Deployments(testNS).Get(ctx, "l1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment l1: got %v, want NotFound: its kind's account may not create it", err)
 	}
@@ -357,7 +342,10 @@ func testMetrics(t *testing.T) {
 	const group = "late.incluster.tmplop.io"
 	writeFile(t, filepath.Join(dir, "late", "kind.yaml"), "apiVersion: "+group+"/v1\nkind: Late\n")
 	writeFile(t, filepath.Join(dir, "late", "configmap.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n")
-	ports := freePorts(t, 1)
+	ports, err := cluster.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// As admin, in standby (a second lease name): it must not write.
 	startLate(t, dir, ports[0])
 	cluster.Eventually(t, 20*time.Second, "readyz 503 while the kind waits for its CRD", func(ctx context.Context) (bool, error) {
@@ -409,7 +397,11 @@ spec:
 func startLate(t *testing.T, dir, health string) *replica {
 	t.Helper()
 	empty := env.Namespace(t)
-	metrics := freePorts(t, 1)[0]
+	addrs, err := cluster.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := addrs[0]
 	r := &replica{metrics: metrics, health: health}
 	r.Operator = harness.StartOperator(t, bin, "run", "--kubeconfig", env.Kubeconfig, "--templates", dir,
 		"--namespace", empty, "--state-namespace", empty, "--field-manager", "operator-late",
@@ -418,21 +410,17 @@ func startLate(t *testing.T, dir, health string) *replica {
 }
 
 func testFailover(t *testing.T) {
-	ctx := t.Context()
 	testNS := env.Namespace(t)
 	lead, standby := leader(t)
-	createObject(t, schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}, testNS, "m", map[string]any{"size": int64(1)})
+	memcacheds := cluster.GVR("cache.example.com", "v1alpha1", "memcacheds")
+	env.CreateSpec(t, memcacheds, "Memcached", testNS, "m", map[string]any{"size": int64(1)})
 	waitReplicas(t, testNS, "m", 1)
 
 	if err := lead.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	patch := []byte(`{"spec":{"size":2}}`)
-	if _, err := dyn.Resource(schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}).
-		Namespace(testNS).Patch(ctx, "m", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.Patch(t, memcacheds, testNS, "m", `{"spec":{"size":2}}`)
 	waitReplicas(t, testNS, "m", 2)
 	failover := time.Since(killed)
 	if !strings.Contains(standby.Output(), "Elected leader") {
@@ -489,20 +477,6 @@ func waitReplicas(t *testing.T, namespace, name string, n int32) {
 	})
 }
 
-func createObject(t *testing.T, gvr schema.GroupVersionResource, namespace, name string, spec map[string]any) {
-	t.Helper()
-	kinds := map[string]string{"widgets": "Widget", "limiteds": "Limited", "memcacheds": "Memcached",
-		"gadgets": "Gadget", "writers": "Writer", "plains": "Plain"}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": kinds[gvr.Resource],
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec":     spec,
-	}}
-	if _, err := dyn.Resource(gvr).Namespace(namespace).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create %s %s: %v", gvr.Resource, name, err)
-	}
-}
-
 func waitChildData(t *testing.T, namespace, name, key, value string) {
 	t.Helper()
 	cluster.Eventually(t, 30*time.Second, "ConfigMap "+name+" has "+key+"="+value, func(ctx context.Context) (bool, error) {
@@ -537,17 +511,6 @@ func waitEvent(t *testing.T, name, reason string) (message string) {
 	return message
 }
 
-func condition(o *unstructured.Unstructured, typ string) *metav1.Condition {
-	raw, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
-	var conds []metav1.Condition
-	for _, r := range raw {
-		m, _ := r.(map[string]any)
-		s := func(k string) string { v, _ := m[k].(string); return v }
-		conds = append(conds, metav1.Condition{Type: s("type"), Status: metav1.ConditionStatus(s("status")), Reason: s("reason"), Message: s("message")})
-	}
-	return meta.FindStatusCondition(conds, typ)
-}
-
 // metricSum is the sum of the samples of the metric name on r's /metrics.
 func metricSum(t *testing.T, r *replica, name string) float64 {
 	t.Helper()
@@ -555,18 +518,11 @@ func metricSum(t *testing.T, r *replica, name string) float64 {
 	if err != nil || code != 200 {
 		t.Fatalf("GET /metrics: %d %v", code, err)
 	}
-	var sum float64
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		var v float64
-		if _, err := fmt.Sscan(f[len(f)-1], &v); err == nil {
-			sum += v
-		}
+	mfs, err := metricstest.Parse(body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
 	}
-	return sum
+	return metricstest.Total(mfs[name], nil)
 }
 
 func writeFile(t *testing.T, path, data string) {

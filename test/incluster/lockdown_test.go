@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tmplop/operator/test/cluster"
@@ -19,9 +18,9 @@ import (
 // bounded by what the operator's installer chose, never by the folder.
 
 var (
-	gadgets = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "gadgets"}
-	writers = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "writers"}
-	plains  = schema.GroupVersionResource{Group: "incluster.tmplop.io", Version: "v1", Resource: "plains"}
+	gadgets = cluster.GVR("incluster.tmplop.io", "v1", "gadgets")
+	writers = cluster.GVR("incluster.tmplop.io", "v1", "writers")
+	plains  = cluster.GVR("incluster.tmplop.io", "v1", "plains")
 )
 
 // addFolder delivers testdata/<dir> as the kind-folder ConfigMap name.
@@ -34,31 +33,6 @@ func addFolder(t *testing.T, dir, name string) {
 	t.Cleanup(func() { _ = cms.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
-// waitReconciledFalse waits for Reconciled=False with reason and every
-// fragment in the message, and returns the message.
-func waitReconciledFalse(t *testing.T, gvr schema.GroupVersionResource, namespace, name, reason string, fragments ...string) string {
-	t.Helper()
-	var msg string
-	cluster.Eventually(t, 30*time.Second, gvr.Resource+" "+name+": Reconciled=False "+reason, func(ctx context.Context) (bool, error) {
-		o, err := dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		c := condition(o, "Reconciled")
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
-			return false, errorf("Reconciled %+v", c)
-		}
-		for _, f := range fragments {
-			if !strings.Contains(c.Message, f) {
-				return false, errorf("Reconciled message %q lacks %q", c.Message, f)
-			}
-		}
-		msg = c.Message
-		return true, nil
-	})
-	return msg
-}
-
 // testDefaultAccount: Plain's folder names no account, so under
 // --default-service-account its calls are the default account's: the
 // ResourceQuota that account may not create is refused by the API server
@@ -67,9 +41,9 @@ func testDefaultAccount(t *testing.T) {
 	testNS := env.Namespace(t)
 	addFolder(t, "testdata/templates/plain", "plain")
 	waitEvent(t, "plain", "KindStarted")
-	createObject(t, plains, testNS, "p1", map[string]any{})
-	msg := waitReconciledFalse(t, plains, testNS, "p1", "ApplyFailed", "forbidden", "system:serviceaccount:"+ns+":"+defaultAccount)
-	t.Logf("Plain p1: Reconciled=False ApplyFailed: %s", msg)
+	env.CreateSpec(t, plains, "Plain", testNS, "p1", map[string]any{})
+	o := env.WaitCondition(t, plains, testNS, "p1", "Reconciled", "False", "ApplyFailed", "forbidden", "system:serviceaccount:"+ns+":"+defaultAccount)
+	t.Logf("Plain p1: Reconciled=False ApplyFailed: %s", cluster.Condition(o, "Reconciled").Message)
 	if _, err := cs.CoreV1().ResourceQuotas(testNS).Get(t.Context(), "p1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ResourceQuota p1: got %v, want NotFound: the default account may not create it", err)
 	}
@@ -84,7 +58,7 @@ func testKindConflict(t *testing.T) {
 	testNS := env.Namespace(t)
 	addFolder(t, "testdata/templates/gadget", "gadget")
 	waitEvent(t, "gadget", "KindStarted")
-	createObject(t, gadgets, testNS, "g1", map[string]any{"size": "small"})
+	env.CreateSpec(t, gadgets, "Gadget", testNS, "g1", map[string]any{"size": "small"})
 	waitChildData(t, testNS, "g1-gadget", "size", "small")
 	before, err := cs.CoreV1().ConfigMaps(testNS).Get(ctx, "g1-gadget", metav1.GetOptions{})
 	if err != nil {
@@ -100,10 +74,7 @@ func testKindConflict(t *testing.T) {
 	}
 	// Still the first folder's: a change converges through its template,
 	// and the child is the same object.
-	patch := []byte(`{"spec":{"size":"large"}}`)
-	if _, err := dyn.Resource(gadgets).Namespace(testNS).Patch(ctx, "g1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.Patch(t, gadgets, testNS, "g1", `{"spec":{"size":"large"}}`)
 	waitChildData(t, testNS, "g1-gadget", "size", "large")
 	after, err := cs.CoreV1().ConfigMaps(testNS).Get(ctx, "g1-gadget", metav1.GetOptions{})
 	if err != nil {
@@ -127,9 +98,9 @@ func testNoFolderWritesFolders(t *testing.T) {
 	testNS := env.Namespace(t)
 	addFolder(t, "testdata/templates/writer", "writer")
 	waitEvent(t, "writer", "KindStarted")
-	createObject(t, writers, testNS, "w1", map[string]any{})
-	msg := waitReconciledFalse(t, writers, testNS, "w1", "RenderFailed", `namespace "`+ns+`" is the operator's own`)
-	t.Logf("Writer w1: Reconciled=False RenderFailed: %s", msg)
+	env.CreateSpec(t, writers, "Writer", testNS, "w1", map[string]any{})
+	o := env.WaitCondition(t, writers, testNS, "w1", "Reconciled", "False", "RenderFailed", `namespace "`+ns+`" is the operator's own`)
+	t.Logf("Writer w1: Reconciled=False RenderFailed: %s", cluster.Condition(o, "Reconciled").Message)
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "w1-folder", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ConfigMap %s/w1-folder: got %v, want NotFound", ns, err)
 	}

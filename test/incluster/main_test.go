@@ -3,7 +3,6 @@ package incluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,7 +39,6 @@ const (
 var (
 	env *cluster.Cluster
 	cs  kubernetes.Interface
-	dyn dynamic.Interface
 	bin string
 	// saKubeconfig authenticates as deploy/'s ServiceAccount.
 	saKubeconfig string
@@ -61,7 +58,6 @@ func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env, setup)) }
 func setup(c *cluster.Cluster) (func(), error) {
 	ctx := context.Background()
 	cs = kubernetes.NewForConfigOrDie(c.Config)
-	dyn = dynamic.NewForConfigOrDie(c.Config)
 	var err error
 	if bin, err = harness.BuildOperator(c.RepoRoot()); err != nil {
 		return nil, err
@@ -151,8 +147,11 @@ type replica struct {
 // election), authenticated as deploy/'s ServiceAccount.
 func startReplica(t *testing.T, extra ...string) *replica {
 	t.Helper()
-	ports := freePorts(t, 2)
-	r := &replica{metrics: ports[0], health: ports[1]}
+	addrs, err := cluster.FreeAddrs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{metrics: addrs[0], health: addrs[1]}
 	args := append([]string{"run", "--kubeconfig", saKubeconfig,
 		"--configmap-selector", folderLabel + "=true",
 		"--default-service-account", defaultAccount,
@@ -164,21 +163,6 @@ func startReplica(t *testing.T, extra ...string) *replica {
 		"-v", "1"}, extra...)
 	r.Operator = harness.StartOperator(t, bin, args...)
 	return r
-}
-
-// freePorts returns n loopback addresses free a moment ago.
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	out := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, l.Addr().String())
-		defer l.Close()
-	}
-	return out
 }
 
 // kubectlAs runs the control plane's kubectl with the ServiceAccount's
