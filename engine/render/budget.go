@@ -112,9 +112,9 @@ const (
 
 // BudgetError is a render stopped by its budget: Budget is one of the
 // Budget* names, Limit the limit that was hit (bytes, manifests, calls,
-// nanoseconds), Detail what hit it, e.g. "until 200000000". Transient
-// reports whether the same render may succeed when retried (time,
-// canceled, degraded).
+// nanoseconds), Detail what hit it, e.g. "until 200000000". RequeueMark
+// says what retrying can do (engine/requeue): only time, a cancel and the
+// degraded refusal depend on anything but the input.
 //
 // It is defined by the internal package that meters every render
 // (internal/budget), which builds every budget error; the alias keeps it
