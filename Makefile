@@ -72,9 +72,9 @@ FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzManifests$$' -fuzztime $(FUZZTIME) ./engine/render
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZTIME) ./engine/render
-	$(GO) test -run '^$$' -fuzz '^FuzzFastDecode$$' -fuzztime $(FUZZTIME) ./engine/render
-	$(GO) test -run '^$$' -fuzz '^FuzzMarshalYAML$$' -fuzztime $(FUZZTIME) ./engine/render
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZTIME) ./engine/render/internal/fastyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzFastDecode$$' -fuzztime $(FUZZTIME) ./engine/render/internal/fastyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshalYAML$$' -fuzztime $(FUZZTIME) ./engine/render/internal/fastyaml
 	$(GO) test -run '^$$' -fuzz '^FuzzFuncAlloc$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzFormatCost$$' -fuzztime $(FUZZTIME) ./engine/render
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./engine/catalog

@@ -11,7 +11,7 @@ import (
 // Set is one folder's templates, parsed once.
 //
 // A Set is immutable after parsing and safe for concurrent use: every render
-// executes a clone of it (see newRender).
+// executes a clone of it (see checkout in instance.go).
 type Set struct {
 	tmpl     *template.Template
 	children []string // sorted, so output order never depends on map or directory order
