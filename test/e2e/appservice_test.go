@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
@@ -35,10 +34,10 @@ spec:
 
 func TestAppService(t *testing.T) {
 	ns := env.Namespace(t)
-	create(t, appserviceGVR, ns, appService)
+	env.Create(t, appserviceGVR, ns, appService)
 
 	cluster.Eventually(t, 60*time.Second, "a NodePort Service on 30002 and a 2-replica Deployment", func(ctx context.Context) (bool, error) {
-		svc, err := get(ctx, serviceGVR, ns, "nginx-app")
+		svc, err := env.Get(ctx, serviceGVR, ns, "nginx-app")
 		if err != nil {
 			return false, err
 		}
@@ -47,7 +46,7 @@ func TestAppService(t *testing.T) {
 		if typ != "NodePort" || len(ports) != 1 || ports[0].(map[string]any)["nodePort"] != int64(30002) {
 			return false, nil
 		}
-		d, err := get(ctx, deployGVR, ns, "nginx-app")
+		d, err := env.Get(ctx, deployGVR, ns, "nginx-app")
 		if err != nil {
 			return false, err
 		}
@@ -55,32 +54,29 @@ func TestAppService(t *testing.T) {
 		return r == 2, nil
 	})
 	cluster.Eventually(t, 60*time.Second, "status carries the Deployment's status", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, appserviceGVR, ns, "nginx-app")
+		o, err := env.Get(ctx, appserviceGVR, ns, "nginx-app")
 		if err != nil {
 			return false, err
 		}
 		ready, _, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas")
 		avail, _, _ := unstructured.NestedInt64(o.Object, "status", "availableReplicas")
-		st, _, _ := condition(o, "Reconciled")
-		return ready == 2 && avail == 2 && st == "True", nil
+		return ready == 2 && avail == 2 && cluster.Condition(o, "Reconciled").Status == "True", nil
 	})
 
 	t.Run("a deleted Service is re-created", func(t *testing.T) {
-		old, err := get(t.Context(), serviceGVR, ns, "nginx-app")
+		old, err := env.Get(t.Context(), serviceGVR, ns, "nginx-app")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dyn.Resource(serviceGVR).Namespace(ns).Delete(t.Context(), "nginx-app", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		env.Delete(t, serviceGVR, ns, "nginx-app")
 		cluster.Eventually(t, 30*time.Second, "Service re-created", func(ctx context.Context) (bool, error) {
-			s, err := get(ctx, serviceGVR, ns, "nginx-app")
+			s, err := env.Get(ctx, serviceGVR, ns, "nginx-app")
 			return err == nil && s.GetUID() != old.GetUID(), nil
 		})
 	})
 
 	t.Run("render prints what run applied", func(t *testing.T) {
-		live, err := get(t.Context(), appserviceGVR, ns, "nginx-app")
+		live, err := env.Get(t.Context(), appserviceGVR, ns, "nginx-app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +114,7 @@ func TestAppService(t *testing.T) {
 			if u.GetKind() == "Service" {
 				res = serviceGVR
 			}
-			got, err := get(t.Context(), res, u.GetNamespace(), u.GetName())
+			got, err := env.Get(t.Context(), res, u.GetNamespace(), u.GetName())
 			if err != nil {
 				t.Fatalf("rendered %s %s/%s is not in the cluster: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 			}

@@ -15,8 +15,8 @@ import (
 )
 
 var (
-	atGVR  = gvr("cnat.programming-kubernetes.info", "v1alpha1", "ats")
-	podGVR = gvr("", "v1", "pods")
+	atGVR  = cluster.GVR("cnat.programming-kubernetes.info", "v1alpha1", "ats")
+	podGVR = cluster.GVR("", "v1", "pods")
 	atGK   = schema.GroupKind{Group: "cnat.programming-kubernetes.info", Kind: "At"}
 )
 
@@ -26,7 +26,7 @@ func TestAtTimeline(t *testing.T) {
 	ns := env.Namespace(t)
 	stats := mgr.Stats(atGK)
 	schedule := time.Now().Add(8 * time.Second).UTC().Truncate(time.Second)
-	create(t, atGVR, ns, fmt.Sprintf(`
+	env.Create(t, atGVR, ns, fmt.Sprintf(`
 apiVersion: cnat.programming-kubernetes.info/v1alpha1
 kind: At
 metadata:
@@ -37,7 +37,7 @@ spec:
 `, schedule.Format(time.RFC3339)))
 
 	phase := func(ctx context.Context) (string, error) {
-		o, err := get(ctx, atGVR, ns, "at")
+		o, err := env.Get(ctx, atGVR, ns, "at")
 		if err != nil {
 			return "", err
 		}
@@ -53,7 +53,7 @@ spec:
 		t.Fatal("the At took too long to settle; the test cannot tell a requeue from a loop")
 	}
 	before, requeues := stats.Reconciles.Load(), stats.Requeues.Load()
-	if _, err := get(t.Context(), podGVR, ns, "at-pod"); err == nil {
+	if _, err := env.Get(t.Context(), podGVR, ns, "at-pod"); err == nil {
 		t.Fatal("a Pod exists before the schedule")
 	}
 	time.Sleep(time.Until(schedule) - 500*time.Millisecond)
@@ -65,7 +65,7 @@ spec:
 		p, err := phase(ctx)
 		return p == "RUNNING", err
 	})
-	pod, err := get(t.Context(), podGVR, ns, "at-pod")
+	pod, err := env.Get(t.Context(), podGVR, ns, "at-pod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +79,14 @@ spec:
 	// No kubelet runs the command: the test ends the Pod, as a kubelet would
 	// when the command exits 0. kwok leaves a Succeeded Pod alone.
 	cluster.Eventually(t, 30*time.Second, "Pod Running", func(ctx context.Context) (bool, error) {
-		p, err := get(ctx, podGVR, ns, "at-pod")
+		p, err := env.Get(ctx, podGVR, ns, "at-pod")
 		if err != nil {
 			return false, err
 		}
 		ph, _, _ := unstructured.NestedString(p.Object, "status", "phase")
 		return ph == "Running", nil
 	})
-	if _, err := dyn.Resource(podGVR).Namespace(ns).Patch(t.Context(), "at-pod", types.MergePatchType,
+	if _, err := env.Resource(podGVR, ns).Patch(t.Context(), "at-pod", types.MergePatchType,
 		[]byte(`{"status":{"phase":"Succeeded"}}`), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/tmplop/operator/test/cluster"
 )
 
-var mydaemonsetGVR = gvr("apps.zhongmingmao.io", "v1beta1", "mydaemonsets")
+var mydaemonsetGVR = cluster.GVR("apps.zhongmingmao.io", "v1beta1", "mydaemonsets")
 
 // TestMyDaemonSet: one Pod per Node, from a lookup of Nodes; a new Node gets
 // its Pod through the lookup watch, with nothing else changing.
 func TestMyDaemonSet(t *testing.T) {
 	ns := env.Namespace(t)
-	create(t, mydaemonsetGVR, ns, `
+	env.Create(t, mydaemonsetGVR, ns, `
 apiVersion: apps.zhongmingmao.io/v1beta1
 kind: MyDaemonSet
 metadata:
@@ -61,7 +61,7 @@ spec:
 		return err == nil && ok && len(on) == len(nodes.Items)+1, err
 	})
 	cluster.Eventually(t, 60*time.Second, "status.availableReplicas counts them", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, mydaemonsetGVR, ns, "ds")
+		o, err := env.Get(ctx, mydaemonsetGVR, ns, "ds")
 		if err != nil {
 			return false, err
 		}

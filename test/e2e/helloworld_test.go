@@ -14,13 +14,13 @@ import (
 	"github.com/tmplop/operator/test/cluster"
 )
 
-var helloworldGVR = gvr("test.jiaozi.com", "v1alpha1", "helloworlds")
+var helloworldGVR = cluster.GVR("test.jiaozi.com", "v1alpha1", "helloworlds")
 
 // TestHelloWorld: status.nodes lists the names of the Pods, kept current as
 // Pods come and go.
 func TestHelloWorld(t *testing.T) {
 	ns := env.Namespace(t)
-	create(t, helloworldGVR, ns, "apiVersion: test.jiaozi.com/v1alpha1\nkind: HelloWorld\nmetadata:\n  name: hw\nspec:\n  size: 2\n")
+	env.Create(t, helloworldGVR, ns, "apiVersion: test.jiaozi.com/v1alpha1\nkind: HelloWorld\nmetadata:\n  name: hw\nspec:\n  size: 2\n")
 	nodesMatchPods := func(want int) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
 			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -34,7 +34,7 @@ func TestHelloWorld(t *testing.T) {
 				}
 			}
 			sort.Strings(names)
-			o, err := get(ctx, helloworldGVR, ns, "hw")
+			o, err := env.Get(ctx, helloworldGVR, ns, "hw")
 			if err != nil {
 				return false, err
 			}
@@ -43,7 +43,7 @@ func TestHelloWorld(t *testing.T) {
 		}
 	}
 	cluster.Eventually(t, 60*time.Second, "status.nodes lists the 2 Pods", nodesMatchPods(2))
-	patch(t, helloworldGVR, ns, "hw", `{"spec":{"size":3}}`)
+	env.Patch(t, helloworldGVR, ns, "hw", `{"spec":{"size":3}}`)
 	cluster.Eventually(t, 60*time.Second, "status.nodes follows to 3 Pods", nodesMatchPods(3))
 }
 
@@ -55,7 +55,7 @@ func TestValidation(t *testing.T) {
 	if err := yaml.Unmarshal([]byte("apiVersion: app.example.com/v1\nkind: AppService\nmetadata:\n  name: noimage\nspec:\n  size: 1\n  ports: [{port: 80}]\n"), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	_, err := dyn.Resource(appserviceGVR).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+	_, err := env.Resource(appserviceGVR, ns).Create(t.Context(), u, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spec.image") {
 		t.Fatalf("create without spec.image: err = %v, want a rejection naming spec.image", err)
 	}

@@ -34,7 +34,7 @@ func TestKindBeforeItsCRD(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	ns := env.Namespace(t)
-	create(t, schema.GroupVersionResource{Group: "e2e.tmplop.io", Version: "v1", Resource: "lates"}, ns,
+	env.Create(t, schema.GroupVersionResource{Group: "e2e.tmplop.io", Version: "v1", Resource: "lates"}, ns,
 		"apiVersion: e2e.tmplop.io/v1\nkind: Late\nmetadata:\n  name: l\nspec:\n  message: hello\n")
 	cluster.Eventually(t, 90*time.Second, "the late kind's child", func(ctx context.Context) (bool, error) {
 		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "l", metav1.GetOptions{})

@@ -10,17 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/controller"
@@ -33,7 +26,6 @@ const fieldManager = "operator-e2e"
 var (
 	env *cluster.Cluster
 	mgr *controller.Manager
-	dyn dynamic.Interface
 	cs  kubernetes.Interface
 )
 
@@ -47,7 +39,6 @@ func setup(c *cluster.Cluster) (func(), error) {
 	// created: install them before any kind starts, as `operator run` does.
 	metrics.Install()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	dyn = dynamic.NewForConfigOrDie(c.Config)
 	cs = kubernetes.NewForConfigOrDie(c.Config)
 	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(c.RepoRoot(), "crds"), "-f", "testdata/crds.yaml"); err != nil {
 		cancel()
@@ -94,57 +85,12 @@ func setup(c *cluster.Cluster) (func(), error) {
 	}, nil
 }
 
-func gvr(group, version, resource string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
-}
-
 var (
-	memcachedGVR  = gvr("cache.example.com", "v1alpha1", "memcacheds")
-	appserviceGVR = gvr("app.example.com", "v1", "appservices")
-	deployGVR     = gvr("apps", "v1", "deployments")
-	serviceGVR    = gvr("", "v1", "services")
+	memcachedGVR  = cluster.GVR("cache.example.com", "v1alpha1", "memcacheds")
+	appserviceGVR = cluster.GVR("app.example.com", "v1", "appservices")
+	deployGVR     = cluster.GVR("apps", "v1", "deployments")
+	serviceGVR    = cluster.GVR("", "v1", "services")
 )
-
-// create creates the object in YAML in ns.
-func create(t *testing.T, res schema.GroupVersionResource, ns, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	got, err := dyn.Resource(res).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create %s: %v", u.GetName(), err)
-	}
-	return got
-}
-
-func get(ctx context.Context, res schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
-	return dyn.Resource(res).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-// condition returns the status and reason of a condition of obj.
-func condition(obj *unstructured.Unstructured, typ string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
-		}
-	}
-	return "", "", ""
-}
-
-func waitGone(t *testing.T, res schema.GroupVersionResource, ns, name string, timeout time.Duration) {
-	t.Helper()
-	cluster.Eventually(t, timeout, fmt.Sprintf("%s %s/%s gone", res.Resource, ns, name), func(ctx context.Context) (bool, error) {
-		_, err := get(ctx, res, ns, name)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-}
 
 // writes counts the engine's write requests (anything but GET, LIST, WATCH);
 // writeLog keeps the last ones, to say what they were when a test fails.

@@ -30,10 +30,10 @@ func memcached(name string, size int) string {
 
 func TestMemcached(t *testing.T) {
 	ns := env.Namespace(t)
-	mc := create(t, memcachedGVR, ns, memcached("mc", 3))
+	mc := env.Create(t, memcachedGVR, ns, memcached("mc", 3))
 
 	cluster.Eventually(t, 60*time.Second, "a 3-replica Deployment owned by the Memcached", func(ctx context.Context) (bool, error) {
-		d, err := get(ctx, deployGVR, ns, "mc")
+		d, err := env.Get(ctx, deployGVR, ns, "mc")
 		if err != nil {
 			return false, err
 		}
@@ -44,7 +44,7 @@ func TestMemcached(t *testing.T) {
 	waitStatus(t, ns, "mc", 3)
 
 	t.Run("size change is followed", func(t *testing.T) {
-		patch(t, memcachedGVR, ns, "mc", `{"spec":{"size":5}}`)
+		env.Patch(t, memcachedGVR, ns, "mc", `{"spec":{"size":5}}`)
 		waitStatus(t, ns, "mc", 5)
 	})
 
@@ -52,7 +52,7 @@ func TestMemcached(t *testing.T) {
 		stats := mgr.Stats(memcachedGK)
 		settle(t, func() int64 { return stats.Reconciles.Load() })
 		before := stats.Reconciles.Load()
-		_, err := dyn.Resource(memcachedGVR).Namespace(ns).Patch(t.Context(), "mc", types.MergePatchType,
+		_, err := env.Resource(memcachedGVR, ns).Patch(t.Context(), "mc", types.MergePatchType,
 			[]byte(`{"status":{"nodes":["someone-else-wrote-this"]}}`), metav1.PatchOptions{}, "status")
 		if err != nil {
 			t.Fatal(err)
@@ -64,57 +64,53 @@ func TestMemcached(t *testing.T) {
 	})
 
 	t.Run("drift is repaired", func(t *testing.T) {
-		patch(t, deployGVR, ns, "mc", `{"spec":{"replicas":1}}`)
+		env.Patch(t, deployGVR, ns, "mc", `{"spec":{"replicas":1}}`)
 		cluster.Eventually(t, 30*time.Second, "replicas restored to 5", func(ctx context.Context) (bool, error) {
-			d, err := get(ctx, deployGVR, ns, "mc")
+			d, err := env.Get(ctx, deployGVR, ns, "mc")
 			if err != nil {
 				return false, err
 			}
 			r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
 			return r == 5, nil
 		})
-		old, err := get(t.Context(), deployGVR, ns, "mc")
+		old, err := env.Get(t.Context(), deployGVR, ns, "mc")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dyn.Resource(deployGVR).Namespace(ns).Delete(t.Context(), "mc", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		env.Delete(t, deployGVR, ns, "mc")
 		cluster.Eventually(t, 30*time.Second, "deleted Deployment re-created", func(ctx context.Context) (bool, error) {
-			d, err := get(ctx, deployGVR, ns, "mc")
+			d, err := env.Get(ctx, deployGVR, ns, "mc")
 			return err == nil && d.GetUID() != old.GetUID() && d.GetDeletionTimestamp() == nil, nil
 		})
 		waitStatus(t, ns, "mc", 5)
 	})
 
 	t.Run("deleting the Memcached collects its children", func(t *testing.T) {
-		if err := dyn.Resource(memcachedGVR).Namespace(ns).Delete(t.Context(), "mc", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitGone(t, deployGVR, ns, "mc", 90*time.Second)
+		env.Delete(t, memcachedGVR, ns, "mc")
+		env.WaitGone(t, deployGVR, ns, "mc", 90*time.Second)
 	})
 }
 
 func TestMemcachedWithoutSize(t *testing.T) {
 	ns := env.Namespace(t)
-	create(t, memcachedGVR, ns, memcached("good", 2))
-	create(t, memcachedGVR, ns, memcached("nosize", -1))
+	env.Create(t, memcachedGVR, ns, memcached("good", 2))
+	env.Create(t, memcachedGVR, ns, memcached("nosize", -1))
 
 	cluster.Eventually(t, 30*time.Second, "RenderFailed naming the file and line", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, memcachedGVR, ns, "nosize")
+		o, err := env.Get(ctx, memcachedGVR, ns, "nosize")
 		if err != nil {
 			return false, err
 		}
-		st, reason, msg := condition(o, "Reconciled")
-		return st == "False" && reason == "RenderFailed" &&
-			strings.Contains(msg, "deployment.yaml:") && strings.Contains(msg, "spec.size is required"), nil
+		c := cluster.Condition(o, "Reconciled")
+		return c.Status == "False" && c.Reason == "RenderFailed" &&
+			strings.Contains(c.Message, "deployment.yaml:") && strings.Contains(c.Message, "spec.size is required"), nil
 	})
 	cluster.Eventually(t, 30*time.Second, "a Warning Event on the object", func(ctx context.Context) (bool, error) {
 		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
 			"involvedObject.name": "nosize", "reason": "RenderFailed"}.String()})
 		return err == nil && len(evs.Items) > 0 && evs.Items[0].Type == corev1.EventTypeWarning, err
 	})
-	if _, err := get(t.Context(), deployGVR, ns, "nosize"); err == nil {
+	if _, err := env.Get(t.Context(), deployGVR, ns, "nosize"); err == nil {
 		t.Error("a Deployment was created for a Memcached whose render failed")
 	}
 	waitStatus(t, ns, "good", 2)
@@ -125,23 +121,15 @@ func TestMemcachedWithoutSize(t *testing.T) {
 func waitStatus(t *testing.T, ns, name string, size int64) {
 	t.Helper()
 	cluster.Eventually(t, 60*time.Second, "status reports the ready replicas", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, memcachedGVR, ns, name)
+		o, err := env.Get(ctx, memcachedGVR, ns, name)
 		if err != nil {
 			return false, err
 		}
 		ready, _, _ := unstructured.NestedInt64(o.Object, "status", "readyReplicas")
-		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 		nodes, _, _ := unstructured.NestedStringSlice(o.Object, "status", "nodes")
-		st, _, _ := condition(o, "Reconciled")
-		return ready == size && gen == o.GetGeneration() && st == "True" && int64(len(nodes)) == size, nil
+		return ready == size && cluster.ObservedGeneration(o) == o.GetGeneration() &&
+			cluster.Condition(o, "Reconciled").Status == "True" && int64(len(nodes)) == size, nil
 	})
-}
-
-func patch(t *testing.T, res schema.GroupVersionResource, ns, name, body string) {
-	t.Helper()
-	if _, err := dyn.Resource(res).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patch %s %s/%s: %v", res.Resource, ns, name, err)
-	}
 }
 
 // settle waits until counter has not moved for two seconds.

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/tmplop/operator/engine/controller"
 	"github.com/tmplop/operator/engine/metrics"
+	"github.com/tmplop/operator/internal/testsupport/metricstest"
 	"github.com/tmplop/operator/test/cluster"
 	"github.com/tmplop/operator/test/harness"
 )
@@ -71,28 +70,7 @@ func scrape(ctx context.Context, s *metrics.Server) (map[string]*dto.MetricFamil
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %d: %s", code, body)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(strings.NewReader(body))
-}
-
-// total sums the series of a family whose labels include labels: counter
-// and gauge values, histogram counts.
-func total(mfs map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
-	var sum float64
-next:
-	for _, m := range mfs[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if have[k] != v {
-				continue next
-			}
-		}
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-	}
-	return sum
+	return metricstest.Parse(body)
 }
 
 // TestMetrics: the package's Manager, serving templates/, exposes per-kind
@@ -101,8 +79,8 @@ next:
 func TestMetrics(t *testing.T) {
 	s := serveMetrics(t, mgr)
 	ns := env.Namespace(t)
-	create(t, memcachedGVR, ns, memcached("counted", 1))
-	create(t, memcachedGVR, ns, memcached("nosize", -1)) // fails: RenderFailed
+	env.Create(t, memcachedGVR, ns, memcached("counted", 1))
+	env.Create(t, memcachedGVR, ns, memcached("nosize", -1)) // fails: RenderFailed
 
 	kind := map[string]string{"kind": memcachedGK.String()}
 	with := func(extra ...string) map[string]string {
@@ -136,7 +114,7 @@ func TestMetrics(t *testing.T) {
 		}
 		last = mfs
 		for _, c := range checks {
-			if total(mfs, c.metric, c.labels) <= 0 {
+			if metricstest.Total(mfs[c.metric], c.labels) <= 0 {
 				return false, fmt.Errorf("%s%v is 0 or missing", c.metric, c.labels)
 			}
 		}

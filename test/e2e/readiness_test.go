@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +17,8 @@ import (
 )
 
 var (
-	releaseGVR   = gvr("e2e.tmplop.io", "v1", "releases")
-	jobGVR       = gvr("batch", "v1", "jobs")
+	releaseGVR   = cluster.GVR("e2e.tmplop.io", "v1", "releases")
+	jobGVR       = cluster.GVR("batch", "v1", "jobs")
 	appserviceGK = schema.GroupKind{Group: "app.example.com", Kind: "AppService"}
 )
 
@@ -42,7 +41,7 @@ func startRelease(t *testing.T) *reconcile.Stats {
 // version of name the watch delivers: every status write, in order.
 func observe(t *testing.T, res schema.GroupVersionResource, ns, name string) <-chan *unstructured.Unstructured {
 	t.Helper()
-	w, err := dyn.Resource(res).Namespace(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	w, err := env.Resource(res, ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,20 +78,6 @@ func until(t *testing.T, ch <-chan *unstructured.Unstructured, timeout time.Dura
 	}
 }
 
-// conditionGen returns a condition's status, reason, message and
-// observedGeneration.
-func conditionGen(obj *unstructured.Unstructured, typ string) (status, reason, message string, gen int64) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			g, _ := m["observedGeneration"].(int64)
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"]), g
-		}
-	}
-	return "", "", "", 0
-}
-
 // TestReadyAppService: the shipped AppService reports Ready=False,
 // Reconciling=True naming the Deployment while its Pods come up, Ready=True
 // once the Deployment's replicas are available; kubectl wait works on it;
@@ -100,7 +85,7 @@ func conditionGen(obj *unstructured.Unstructured, typ string) (status, reason, m
 func TestReadyAppService(t *testing.T) {
 	ns := env.Namespace(t)
 	versions := observe(t, appserviceGVR, ns, "web")
-	create(t, appserviceGVR, ns, `
+	env.Create(t, appserviceGVR, ns, `
 apiVersion: app.example.com/v1
 kind: AppService
 metadata:
@@ -114,22 +99,22 @@ spec:
 `)
 	sawProgress := false
 	ready := until(t, versions, 90*time.Second, "Ready=True", func(o *unstructured.Unstructured) bool {
-		st, reason, msg, gen := conditionGen(o, "Ready")
-		if st == "" {
+		r := cluster.Condition(o, "Ready")
+		if r.Status == "" {
 			return false
 		}
-		if gen != o.GetGeneration() {
-			t.Errorf("Ready observedGeneration %d, object's generation %d", gen, o.GetGeneration())
+		if r.ObservedGeneration != o.GetGeneration() {
+			t.Errorf("Ready observedGeneration %d, object's generation %d", r.ObservedGeneration, o.GetGeneration())
 		}
-		if st == "True" {
+		if r.Status == "True" {
 			return true
 		}
-		rst, rreason, rmsg, _ := conditionGen(o, "Reconciling")
-		if sst, _, _, _ := conditionGen(o, "Stalled"); sst != "" {
+		p := cluster.Condition(o, "Reconciling")
+		if cluster.Condition(o, "Stalled").Status != "" {
 			t.Errorf("Stalled while the Pods come up: %v", o.Object["status"])
 		}
-		if reason == "ChildrenNotReady" && strings.Contains(msg, "Deployment/web ") && strings.Contains(msg, "/2 available") &&
-			rst == "True" && rreason == "Progressing" && rmsg == msg {
+		if r.Reason == "ChildrenNotReady" && strings.Contains(r.Message, "Deployment/web ") && strings.Contains(r.Message, "/2 available") &&
+			p.Status == "True" && p.Reason == "Progressing" && p.Message == r.Message {
 			sawProgress = true
 		}
 		return false
@@ -137,10 +122,10 @@ spec:
 	if !sawProgress {
 		t.Error("never saw Ready=False, Reconciling=True naming Deployment/web n/2 available")
 	}
-	if st, _, _, _ := conditionGen(ready, "Reconciling"); st != "" {
+	if cluster.Condition(ready, "Reconciling").Status != "" {
 		t.Errorf("Reconciling still present once Ready: %v", ready.Object["status"])
 	}
-	d, err := get(t.Context(), deployGVR, ns, "web")
+	d, err := env.Get(t.Context(), deployGVR, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,22 +137,22 @@ spec:
 	}
 
 	t.Run("a size change is Ready again only with the new replicas", func(t *testing.T) {
-		patch(t, appserviceGVR, ns, "web", `{"spec":{"size":3}}`)
+		env.Patch(t, appserviceGVR, ns, "web", `{"spec":{"size":3}}`)
 		sawProgress := false
 		until(t, versions, 90*time.Second, "Ready=True at generation 2", func(o *unstructured.Unstructured) bool {
-			st, _, msg, gen := conditionGen(o, "Ready")
-			if gen != 2 {
+			r := cluster.Condition(o, "Ready")
+			if r.ObservedGeneration != 2 {
 				return false
 			}
-			if st == "False" && strings.Contains(msg, "Deployment/web ") {
+			if r.Status == "False" && strings.Contains(r.Message, "Deployment/web ") {
 				sawProgress = true
 			}
-			return st == "True"
+			return r.Status == "True"
 		})
 		if !sawProgress {
 			t.Error("the size change never showed Ready=False naming the Deployment")
 		}
-		d, err := get(t.Context(), deployGVR, ns, "web")
+		d, err := env.Get(t.Context(), deployGVR, ns, "web")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +168,7 @@ spec:
 		// Someone labels the Deployment: its resourceVersion changes, not
 		// its generation (an annotation would change that too): the
 		// status-only path judges it again, and finds the status as it is.
-		patch(t, deployGVR, ns, "web", `{"metadata":{"labels":{"e2e.tmplop.io/touched":"yes"}}}`)
+		env.Patch(t, deployGVR, ns, "web", `{"metadata":{"labels":{"e2e.tmplop.io/touched":"yes"}}}`)
 		cluster.Eventually(t, 30*time.Second, "a status-only reconcile", func(context.Context) (bool, error) {
 			return stats.StatusOnly.Load() > statusOnly, nil
 		})
@@ -217,36 +202,35 @@ spec:
 func TestReadyOrder(t *testing.T) {
 	startRelease(t)
 	ns := env.Namespace(t)
-	create(t, releaseGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Release\nmetadata:\n  name: r\nspec:\n  suspend: true\n")
+	env.Create(t, releaseGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Release\nmetadata:\n  name: r\nspec:\n  suspend: true\n")
 	cluster.Eventually(t, 60*time.Second, "Reconciling names the wait", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, releaseGVR, ns, "r")
+		o, err := env.Get(ctx, releaseGVR, ns, "r")
 		if err != nil {
 			return false, err
 		}
-		st, reason, msg, _ := conditionGen(o, "Reconciling")
-		rst, rreason, _, _ := conditionGen(o, "Ready")
-		return st == "True" && reason == "WaitingForDependencies" && rst == "False" && rreason == "WaitingForDependencies" &&
-			strings.Contains(msg, "deployment.yaml waits for migrate-job.yaml (Job/r-migrate: InProgress: suspended)"), nil
+		p, r := cluster.Condition(o, "Reconciling"), cluster.Condition(o, "Ready")
+		return p.Status == "True" && p.Reason == "WaitingForDependencies" && r.Status == "False" && r.Reason == "WaitingForDependencies" &&
+			strings.Contains(p.Message, "deployment.yaml waits for migrate-job.yaml (Job/r-migrate: InProgress: suspended)"), nil
 	})
-	if _, err := get(t.Context(), jobGVR, ns, "r-migrate"); err != nil {
+	if _, err := env.Get(t.Context(), jobGVR, ns, "r-migrate"); err != nil {
 		t.Fatalf("the Job: %v", err)
 	}
 	time.Sleep(2 * time.Second)
-	if _, err := get(t.Context(), deployGVR, ns, "r"); err == nil {
+	if _, err := env.Get(t.Context(), deployGVR, ns, "r"); err == nil {
 		t.Fatal("the Deployment exists while the Job it depends on is suspended")
 	}
 
-	patch(t, releaseGVR, ns, "r", `{"spec":{"suspend":false}}`)
+	env.Patch(t, releaseGVR, ns, "r", `{"spec":{"suspend":false}}`)
 	var dep *unstructured.Unstructured
 	cluster.Eventually(t, 90*time.Second, "the Deployment, after the Job", func(ctx context.Context) (bool, error) {
-		d, err := get(ctx, deployGVR, ns, "r")
+		d, err := env.Get(ctx, deployGVR, ns, "r")
 		if err != nil {
 			return false, nil
 		}
 		dep = d
 		return true, nil
 	})
-	job, err := get(t.Context(), jobGVR, ns, "r-migrate")
+	job, err := env.Get(t.Context(), jobGVR, ns, "r-migrate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,15 +243,13 @@ func TestReadyOrder(t *testing.T) {
 		t.Errorf("the Deployment was created at %s, before the Job completed at %s", dep.GetCreationTimestamp(), done)
 	}
 	cluster.Eventually(t, 90*time.Second, "the Release Ready", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, releaseGVR, ns, "r")
+		o, err := env.Get(ctx, releaseGVR, ns, "r")
 		if err != nil {
 			return false, err
 		}
-		st, _, _, _ := conditionGen(o, "Ready")
-		rst, _, _, _ := conditionGen(o, "Reconciling")
 		ready, _, _ := unstructured.NestedBool(o.Object, "status", "ready")
 		job, _, _ := unstructured.NestedString(o.Object, "status", "jobHealth")
-		return st == "True" && rst == "" && ready && job == "Current", nil
+		return cluster.Condition(o, "Ready").Status == "True" && cluster.Condition(o, "Reconciling").Status == "" && ready && job == "Current", nil
 	})
 }
 
@@ -277,20 +259,18 @@ func TestReadyOrder(t *testing.T) {
 func TestReadyFailedJob(t *testing.T) {
 	startRelease(t)
 	ns := env.Namespace(t)
-	create(t, releaseGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Release\nmetadata:\n  name: f\nspec:\n  failJob: true\n")
+	env.Create(t, releaseGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Release\nmetadata:\n  name: f\nspec:\n  failJob: true\n")
 	cluster.Eventually(t, 90*time.Second, "Ready=False with the Job's reason, Stalled=True", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, releaseGVR, ns, "f")
+		o, err := env.Get(ctx, releaseGVR, ns, "f")
 		if err != nil {
 			return false, err
 		}
-		st, reason, msg, _ := conditionGen(o, "Ready")
-		sst, sreason, _, _ := conditionGen(o, "Stalled")
-		rst, _, _, _ := conditionGen(o, "Reconciling")
+		r, s, p := cluster.Condition(o, "Ready"), cluster.Condition(o, "Stalled"), cluster.Condition(o, "Reconciling")
 		job, _, _ := unstructured.NestedString(o.Object, "status", "jobHealth")
-		return st == "False" && reason == "DeadlineExceeded" && strings.Contains(msg, "Job/f-migrate failed: ") &&
-			sst == "True" && sreason == "ChildFailed" && rst == "" && job == "Failed", nil
+		return r.Status == "False" && r.Reason == "DeadlineExceeded" && strings.Contains(r.Message, "Job/f-migrate failed: ") &&
+			s.Status == "True" && s.Reason == "ChildFailed" && p.Status == "" && job == "Failed", nil
 	})
-	if _, err := get(t.Context(), deployGVR, ns, "f"); err == nil {
+	if _, err := env.Get(t.Context(), deployGVR, ns, "f"); err == nil {
 		t.Fatal("the Deployment was applied although the Job it depends on failed")
 	}
 }
@@ -300,27 +280,24 @@ func TestReadyFailedJob(t *testing.T) {
 func TestReadyStalledRenderFailure(t *testing.T) {
 	startRelease(t)
 	ns := env.Namespace(t)
-	create(t, releaseGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Release\nmetadata:\n  name: bad\nspec:\n  fail: true\n")
+	env.Create(t, releaseGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Release\nmetadata:\n  name: bad\nspec:\n  fail: true\n")
 	cluster.Eventually(t, 60*time.Second, "Stalled=True, RenderFailed", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, releaseGVR, ns, "bad")
+		o, err := env.Get(ctx, releaseGVR, ns, "bad")
 		if err != nil {
 			return false, err
 		}
-		st, reason, msg, gen := conditionGen(o, "Stalled")
-		rst, rreason, _, _ := conditionGen(o, "Ready")
-		pst, _, _, _ := conditionGen(o, "Reconciling")
-		return st == "True" && reason == "RenderFailed" && strings.Contains(msg, "deployment.yaml:1: spec.fail is set") && gen == o.GetGeneration() &&
-			rst == "False" && rreason == "RenderFailed" && pst == "", nil
+		s, r, p := cluster.Condition(o, "Stalled"), cluster.Condition(o, "Ready"), cluster.Condition(o, "Reconciling")
+		return s.Status == "True" && s.Reason == "RenderFailed" && strings.Contains(s.Message, "deployment.yaml:1: spec.fail is set") &&
+			s.ObservedGeneration == o.GetGeneration() && r.Status == "False" && r.Reason == "RenderFailed" && p.Status == "", nil
 	})
 	// Fixed, it recovers: Stalled goes, and the Job is applied.
-	patch(t, releaseGVR, ns, "bad", `{"spec":{"fail":null}}`)
+	env.Patch(t, releaseGVR, ns, "bad", `{"spec":{"fail":null}}`)
 	cluster.Eventually(t, 60*time.Second, "Stalled gone after the fix", func(ctx context.Context) (bool, error) {
-		o, err := get(ctx, releaseGVR, ns, "bad")
+		o, err := env.Get(ctx, releaseGVR, ns, "bad")
 		if err != nil {
 			return false, err
 		}
-		st, _, _, _ := conditionGen(o, "Stalled")
-		_, err = get(ctx, jobGVR, ns, "bad-migrate")
-		return st == "" && err == nil, nil
+		_, err = env.Get(ctx, jobGVR, ns, "bad-migrate")
+		return cluster.Condition(o, "Stalled").Status == "" && err == nil, nil
 	})
 }

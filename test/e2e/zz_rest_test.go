@@ -35,11 +35,11 @@ func TestNoWritesAtRest(t *testing.T) {
 			{"memcached", "memcached-sample"}, {"appservice", "nginx-app"}, {"mydaemonset", "mydaemonset-sample"},
 		} {
 			r := map[string]any{"memcached": memcachedGVR, "appservice": appserviceGVR, "mydaemonset": mydaemonsetGVR}[res.gvr]
-			o, err := get(ctx, r.(schema.GroupVersionResource), ns, res.name)
+			o, err := env.Get(ctx, r.(schema.GroupVersionResource), ns, res.name)
 			if err != nil {
 				return false, err
 			}
-			if st, _, _ := condition(o, "Reconciled"); st != "True" {
+			if cluster.Condition(o, "Reconciled").Status != "True" {
 				return false, nil
 			}
 		}
