@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/render"
 	shortschema "github.com/tmplop/operator/engine/schema"
@@ -78,6 +79,9 @@ type Spec struct {
 	// must all be Current before its own children are applied
 	// (docs/readiness.md). Checked at load: the files exist, no cycle.
 	DependsOn map[string][]string `json:"dependsOn,omitempty"`
+	// OverrideValues, for a Helm chart, are put over every object's values
+	// (its spec), as the Helm operator's watches.yaml field of that name.
+	OverrideValues map[string]any `json:"overrideValues,omitempty"`
 
 	// The kind's CRD, in short (engine/schema): `operator crd` and
 	// `run --install-crds` generate it from these fields (engine/crd). A
@@ -157,6 +161,10 @@ type Kind struct {
 	// CRD is the folder's crd.yaml, nil when it has none (engine/crd
 	// reads it).
 	CRD []byte
+	// Chart is the folder's Helm chart, nil for a folder of templates:
+	// Templates then holds the chart's, and Children renders them as
+	// Helm would (engine/chart).
+	Chart *chart.Chart
 
 	// childKinds answers ChildKinds, once.
 	childKinds func() ([]ChildKind, error)
@@ -209,11 +217,20 @@ func LoadKind(dir string) (*Kind, error) {
 // a ConfigMap). name is the folder's name; source says where it came from,
 // in errors and logs, and identifies the folder across reloads.
 func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
-	files, err := layout.Read(fsys)
+	files, err := ReadFolder(fsys)
 	if err != nil {
 		return nil, err
 	}
 	return Compile(name, source, files)
+}
+
+// ReadFolder reads a kind folder's files: the top-level files that have a
+// role (layout.Read), or every file of a Helm chart (chart.Read).
+func ReadFolder(fsys fs.FS) (layout.Files, error) {
+	if chart.IsChart(fsys) {
+		return chart.Read(fsys)
+	}
+	return layout.Read(fsys)
 }
 
 // Compile turns a folder's files into its Kind: every fact about the
@@ -233,9 +250,17 @@ func Compile(name, source string, files layout.Files) (*Kind, error) {
 		// Two descriptions of one CRD would drift apart.
 		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
 	}
-	set, err := render.Parse(files.Templates())
+	ch, err := loadChart(files, spec)
 	if err != nil {
 		return nil, err
+	}
+	var set *render.Set
+	if ch != nil {
+		set = ch.Set
+	} else if set, err = render.Parse(files.Templates()); err != nil {
+		return nil, err
+	} else if len(spec.OverrideValues) > 0 {
+		return nil, fmt.Errorf("%s: overrideValues: only a Helm chart has values (the folder has no %s)", KindFile, layout.ChartFile)
 	}
 	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
 		return nil, err
@@ -259,6 +284,7 @@ func Compile(name, source string, files layout.Files) (*Kind, error) {
 		Health:      health,
 		Fingerprint: files.Fingerprint(),
 		CRD:         crd,
+		Chart:       ch,
 	}
 	k.childKinds = sync.OnceValues(k.analyzeChildKinds)
 	return k, nil

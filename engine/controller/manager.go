@@ -16,6 +16,7 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/inventory"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
@@ -215,6 +216,9 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
 		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
 	}
+	if k.Chart != nil {
+		kc.reconciler.Cluster = m.cluster(ctx, client)
+	}
 	m.mu.Lock()
 	m.kinds[gk] = kc
 	m.mu.Unlock()
@@ -224,6 +228,18 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		kc.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("kind", k.GVK.Kind, "folder", k.Name)))
 	}()
 	return nil
+}
+
+// cluster is what a chart kind's templates see as .Capabilities, read
+// when the kind starts (and so again when its folder changes). Without an
+// answer from discovery, Helm's defaults serve, as offline.
+func (m *Manager) cluster(ctx context.Context, client *kube.Client) chart.Cluster {
+	version, apiVersions, err := client.Cluster()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Reading the cluster's capabilities for a chart; Helm's defaults serve")
+		return chart.Cluster{}
+	}
+	return chart.Cluster{KubeVersion: version, APIVersions: apiVersions}
 }
 
 // bounds are where no kind may write or read, whatever its folder says.

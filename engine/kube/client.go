@@ -2,8 +2,10 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +43,8 @@ type Client struct {
 	// metadata serves the metadata-only watches; nil: through dynamic.
 	metadata metadata.Interface
 	mapper   meta.ResettableRESTMapper
+	// discovery is the mapper's cached discovery, which Cluster reads too.
+	discovery discovery.CachedDiscoveryInterface
 	// core is the core group's typed client (ConfigMaps, ServiceAccounts,
 	// Events): one group, never the whole clientset (see Core).
 	core typedcorev1.CoreV1Interface
@@ -94,8 +98,42 @@ func (c *Client) connect(cfg *rest.Config, httpClient *http.Client) error {
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
 	}
-	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	c.discovery = memory.NewMemCacheClient(disc)
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
 	return nil
+}
+
+// Cluster reads, through the cached discovery, the API server's version
+// and what it serves, as group/version and group/version/Kind: what Helm
+// charts read as .Capabilities (Helm's action.GetVersionSet). A group
+// that failed discovery is left out, as Helm leaves it.
+func (c *Client) Cluster() (version string, apiVersions []string, err error) {
+	if c.discovery == nil {
+		return "", nil, errors.New("no discovery (a client of fakes)")
+	}
+	v, err := c.discovery.ServerVersion()
+	if err != nil {
+		return "", nil, fmt.Errorf("server version: %w", err)
+	}
+	_, lists, err := c.discovery.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return "", nil, fmt.Errorf("discovery: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, l := range lists {
+		if !seen[l.GroupVersion] {
+			seen[l.GroupVersion] = true
+			apiVersions = append(apiVersions, l.GroupVersion)
+		}
+		for _, r := range l.APIResources {
+			if gvk := l.GroupVersion + "/" + r.Kind; !seen[gvk] {
+				seen[gvk] = true
+				apiVersions = append(apiVersions, gvk)
+			}
+		}
+	}
+	slices.Sort(apiVersions)
+	return v.GitVersion, apiVersions, nil
 }
 
 // Clients are what a Client of fakes is made of (NewForClients), for unit

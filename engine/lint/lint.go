@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -287,7 +288,7 @@ func (r *renderer) render(ctx context.Context, obj *unstructured.Unstructured, w
 		children[c.GetKind()][c.GetName()] = c.Object
 	}
 	in.Children = children
-	sres, err := k.Templates.Status(ctx, in)
+	sres, err := k.Status(ctx, in)
 	if err != nil {
 		return append(out, f.failure(asRenderError(statusFile, err), what, empty))
 	}
@@ -304,10 +305,11 @@ func (r *renderer) render(ctx context.Context, obj *unstructured.Unstructured, w
 // nondeterministic renders the children a second time with the same input
 // and reports the files whose children differ.
 func (r *renderer) nondeterministic(ctx context.Context, in render.Input, first *render.Result) []Finding {
-	second, err := r.f.kind.Templates.Children(ctx, in)
+	rendered, err := r.f.kind.Children(ctx, in, chart.Cluster{})
 	if err != nil {
 		return nil
 	}
+	second := rendered.Result
 	byFile := func(res *render.Result) map[string][]map[string]any {
 		m := map[string][]map[string]any{}
 		for _, c := range res.Manifests {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -85,9 +86,13 @@ type childResult struct {
 // fails, each child file is rendered on its own, so that every failing
 // file is reported and the others' children are still checked.
 func (f *folder) renderChildren(ctx context.Context, in render.Input) childResult {
-	res, err := f.kind.Templates.Children(ctx, in)
+	rendered, err := f.kind.Children(ctx, in, chart.Cluster{})
 	if err == nil {
-		return childResult{manifests: res.Manifests, res: res}
+		return childResult{manifests: rendered.Manifests, res: rendered.Result}
+	}
+	if f.kind.Chart != nil {
+		// A chart's templates render only with their chart's scopes.
+		return childResult{failures: []*render.Error{asRenderError("", err)}}
 	}
 	var out childResult
 	for _, child := range f.kind.Templates.ChildTemplates() {

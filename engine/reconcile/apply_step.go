@@ -50,11 +50,11 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 		a.states[i] = childState{template: c.Template, label: label(c.Object), first: isFirst(c.Object)}
 	}
 	gates := map[string]*wait{}
-	for _, i := range applyOrder(t.plan.Children, r.Kind.Spec.DependsOn) {
+	for _, i := range applyOrder(t.plan.Children, t.plan.DependsOn) {
 		d, st := t.desired[i], &a.states[i]
 		a.keep[d.Key] = true
 		if !st.first && !d.UpToDate {
-			st.waiting = a.gate(r.Kind.Spec.DependsOn, gates, st, d)
+			st.waiting = a.gate(t.plan.DependsOn, gates, st, d)
 		}
 		live := d.Live
 		if !st.waiting && !t.skip[i] {

@@ -77,7 +77,7 @@ func (r *Reconciler) unstable(ctx context.Context, obj *unstructured.Unstructure
 	if len(changed) == 0 || !r.stable(obj) {
 		return nil, ""
 	}
-	again, err := MakePlan(ctx, r.Kind, obj, in, r.Client.Namespaced, r.policy())
+	again, err := MakePlan(ctx, r.Kind, obj, in, r.Cluster, r.Client.Namespaced, r.policy())
 	if err != nil {
 		return nil, "" // the first render succeeded; let it stand
 	}

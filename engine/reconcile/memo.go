@@ -39,6 +39,8 @@ type memo struct {
 type memoEntry struct {
 	parentRV string
 	children []memoChild
+	// dependsOn is the plan's order (Plan.DependsOn), for regate.
+	dependsOn map[string][]string
 }
 
 type memoChild struct {
@@ -138,8 +140,8 @@ func (r *Reconciler) memoizable() bool { return len(r.Kind.Spec.Lookups) == 0 }
 // remember records what a complete reconcile of obj saw: every planned
 // child, in apply order, with whether it waits; the resourceVersions of
 // those that exist.
-func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured, states []childState) {
-	e := &memoEntry{parentRV: obj.GetResourceVersion(), children: make([]memoChild, len(desired))}
+func (r *Reconciler) remember(obj *unstructured.Unstructured, desired []*apply.Desired, lives []*unstructured.Unstructured, states []childState, dependsOn map[string][]string) {
+	e := &memoEntry{parentRV: obj.GetResourceVersion(), children: make([]memoChild, len(desired)), dependsOn: dependsOn}
 	for i, d := range desired {
 		c := memoChild{key: d.Key, state: states[i]}
 		if live := lives[i]; live != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/requeue"
@@ -31,7 +32,11 @@ type Child struct {
 
 // Plan is what one reconcile will apply.
 type Plan struct {
-	Children     []Child
+	Children []Child
+	// DependsOn is the order the children apply in: the children of a
+	// template wait for those of the templates it names
+	// (catalog.Rendered).
+	DependsOn    map[string][]string
 	RequeueAfter time.Duration
 	// EmptyLists and Nondeterministic are the render's (render.Result).
 	EmptyLists       []string
@@ -118,13 +123,13 @@ func (e *PlanError) RequeueMark() requeue.Mark {
 // child kind is namespaced; its errors (a child kind the cluster does not
 // know yet) are returned as they are, render failures as the render's
 // *render.Error, and children the kind may not have as *PlanError.
-func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, scope ownership.Scope, pol ownership.Policy) (*Plan, error) {
+func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, cl chart.Cluster, scope ownership.Scope, pol ownership.Policy) (*Plan, error) {
 	in.Object = obj.Object
-	res, err := kind.Templates.Children(ctx, in)
+	res, err := kind.Children(ctx, in, cl)
 	if err != nil {
 		return nil, err
 	}
-	plan := &Plan{RequeueAfter: res.RequeueAfter, EmptyLists: res.EmptyLists, Nondeterministic: res.Nondeterministic}
+	plan := &Plan{DependsOn: res.DependsOn, RequeueAfter: res.RequeueAfter, EmptyLists: res.EmptyLists, Nondeterministic: res.Nondeterministic}
 	children, problems, err := plan.adopt(kind, obj, res.Manifests, scope, pol)
 	if err != nil {
 		return nil, err
@@ -222,7 +227,7 @@ func (r *Reconciler) plan(ctx context.Context, obj *unstructured.Unstructured) (
 	t.lookup = lookup
 	t.in = render.Input{Lookup: lookup, Now: t.now, Budget: r.Kind.RenderBudget(r.Budget)}
 	rendering := time.Now()
-	t.plan, err = MakePlan(ctx, r.Kind, obj, t.in, r.Client.Namespaced, r.policy())
+	t.plan, err = MakePlan(ctx, r.Kind, obj, t.in, r.Cluster, r.Client.Namespaced, r.policy())
 	observeRender(r.Kind.GVK.GroupKind(), RenderChildren, rendering)
 	return t, err
 }

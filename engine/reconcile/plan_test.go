@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -45,7 +46,7 @@ func TestMakePlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
+			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, chart.Cluster{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || IsPlanError(err) != tc.wantPlan {
 					t.Fatalf("err = %v, want %q (plan error %v)", err, tc.wantErr, tc.wantPlan)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -49,6 +50,8 @@ type Reconciler struct {
 	Bounds ownership.Bounds
 	// Budget is the operator's render budget; kind.yaml may override it.
 	Budget render.Budget
+	// Cluster is what a chart's templates see as .Capabilities.
+	Cluster chart.Cluster
 	// PruneConfirmDelay is how long the deletion guard holds a prune back;
 	// 0: DefaultPruneConfirmDelay.
 	PruneConfirmDelay time.Duration

@@ -43,7 +43,7 @@ type statusRendered struct {
 func (s statusStep) render(ctx context.Context) (*statusRendered, error) {
 	readyConds, ready := readiness(s.states, s.waits, s.pruneHeld, s.obj.GetGeneration())
 	rendering := time.Now()
-	res, err := s.kind.Templates.Status(ctx, render.Input{Object: s.obj.Object, Children: statusChildren(s.states, s.lives), Ready: ready,
+	res, err := s.kind.Status(ctx, render.Input{Object: s.obj.Object, Children: statusChildren(s.states, s.lives), Ready: ready,
 		Lookup: s.lookup, Now: s.now, Budget: s.budget})
 	observeRender(s.kind.GVK.GroupKind(), RenderStatus, rendering)
 	if err != nil {
@@ -101,7 +101,7 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 	plan, sres := t.plan, st.result
 	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
 		len(sres.Nondeterministic) == 0 && t.unstableMsg == "" && pruned.held == nil && len(applied.created) == 0 && applied.unserved == 0 {
-		r.remember(obj, t.desired, applied.lives, applied.states)
+		r.remember(obj, t.desired, applied.lives, applied.states, plan.DependsOn)
 	}
 	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), applied.unserved)}, nil
 }
@@ -129,7 +129,7 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 		lives[i] = live
 		states[i].live, states[i].health = true, r.Kind.Health.Check(live)
 	}
-	waits, still := regate(states, r.Kind.Spec.DependsOn)
+	waits, still := regate(states, e.dependsOn)
 	if !still {
 		return false, nil // a dependency became Current: apply what waited
 	}
@@ -149,6 +149,6 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 		return true, err
 	}
 	r.Stats.add(&r.Stats.StatusOnly)
-	r.remember(obj, desired, lives, states)
+	r.remember(obj, desired, lives, states, e.dependsOn)
 	return true, nil
 }

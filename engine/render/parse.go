@@ -54,6 +54,7 @@ func ParseFS(fsys fs.FS) (*Set, error) {
 // Names are classified as in a folder (layout.RoleOf); names of files that
 // are not templates, or containing '/' (files of sub-folders), are ignored.
 func Parse(files map[string]string) (*Set, error) {
+	src := Source{}
 	names := make([]string, 0, len(files))
 	for name := range files {
 		if layout.RoleOf(name).Template() {
@@ -63,25 +64,61 @@ func Parse(files map[string]string) (*Set, error) {
 	// Sorted, so that when two files define the same helper the winner does
 	// not change from one run to the next, and the first error is stable.
 	slices.Sort(names)
-
-	funcs, scalar := parseFuncs()
-	s := &Set{
-		tmpl:   template.New(rootName).Option("missingkey=zero").Funcs(funcs),
-		files:  make(map[string]struct{}, len(names)),
-		scalar: scalar,
-		free:   make(chan *instance, freeInstances),
-	}
 	for _, name := range names {
-		if _, err := s.tmpl.New(name).Parse(files[name]); err != nil {
-			return nil, parseError(name, err)
-		}
-		s.files[name] = struct{}{}
+		src.Files = append(src.Files, SourceFile{Name: name, Text: files[name]})
 		switch layout.RoleOf(name) {
 		case layout.Child:
-			s.children = append(s.children, name)
+			src.Children = append(src.Children, name)
 		case layout.Status:
-			s.status = true
+			src.Status = true
 		}
+	}
+	return ParseSource(src)
+}
+
+// Source is a set of templates to parse whose roles the caller knows: a
+// folder's (Parse) or a Helm chart's, whose files sit in sub-folders
+// (engine/chart).
+type Source struct {
+	// Files are parsed in order: where two define the same named
+	// template, the later one wins.
+	Files []SourceFile
+	// Children are the names of the files whose output are the children,
+	// rendered in this order.
+	Children []string
+	// Status: the file status.yaml renders the status.
+	Status bool
+}
+
+// SourceFile is one template file of a Source.
+type SourceFile struct {
+	Name, Text string
+}
+
+// ParseSource parses src. Errors name file:line, as Parse's.
+func ParseSource(src Source) (*Set, error) {
+	funcs, scalar := parseFuncs()
+	s := &Set{
+		tmpl:     template.New(rootName).Option("missingkey=zero").Funcs(funcs),
+		children: slices.Clone(src.Children),
+		status:   src.Status,
+		files:    make(map[string]struct{}, len(src.Files)),
+		scalar:   scalar,
+		free:     make(chan *instance, freeInstances),
+	}
+	for _, f := range src.Files {
+		if _, err := s.tmpl.New(f.Name).Parse(f.Text); err != nil {
+			return nil, parseError(f.Name, err)
+		}
+		s.files[f.Name] = struct{}{}
+	}
+	for _, name := range s.children {
+		if _, ok := s.files[name]; !ok {
+			return nil, &Error{Template: name, Message: "child template not among the files parsed"}
+		}
+	}
+	if _, ok := s.files[statusFile]; src.Status && !ok {
+		return nil, &Error{Template: statusFile, Message: "status template not among the files parsed"}
 	}
 	// Guarded once here; every render and every clone shares the trees.
 	for _, t := range s.tmpl.Templates() {

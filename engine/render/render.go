@@ -24,6 +24,13 @@ type Input struct {
 	Lookup   Lookup                    // nil: lookups return empty results (offline rendering, like `helm template`)
 	Now      time.Time                 // zero: time.Now(); used by durationUntil (lets tests be deterministic)
 	Budget   Budget                    // zero fields: the defaults
+	// Dots, when set, are the dot of each child template, by file name,
+	// in place of the one built from Object, and only the files that have
+	// one are rendered: a Helm chart's templates each see their own scope
+	// (.Values of their chart, .Template), and a disabled subchart's
+	// render nothing (engine/chart builds them). The render may change
+	// them (sprig's set): build them anew for every render.
+	Dots map[string]map[string]any
 }
 
 // Manifest is one child object rendered from a template.
@@ -59,6 +66,13 @@ func (s *Set) Children(ctx context.Context, in Input) (*Result, error) {
 	return s.run(ctx, in, false, func(r *render) (*Result, error) {
 		res := &Result{}
 		for _, name := range s.children {
+			if in.Dots != nil {
+				dot, ok := in.Dots[name]
+				if !ok {
+					continue
+				}
+				r.data = dot
+			}
 			out, err := r.execute(name)
 			if err != nil {
 				return nil, err
@@ -128,9 +142,12 @@ func (s *Set) run(ctx context.Context, in Input, withChildren bool, body func(*r
 	if err := s.degraded(key); err != nil {
 		return nil, err
 	}
-	data, err := templateData(in, withChildren)
-	if err != nil {
-		return nil, err
+	var data map[string]any
+	if in.Dots == nil || withChildren {
+		var err error
+		if data, err = templateData(in, withChildren); err != nil {
+			return nil, err
+		}
 	}
 	return s.runWith(ctx, key, in, data, body)
 }

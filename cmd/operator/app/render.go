@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
@@ -30,6 +31,14 @@ type renderFlags struct {
 	file         string
 	children     string
 	fieldManager string
+	kubeVersion  string
+	apiVersions  []string
+}
+
+// cluster is what a chart's templates see as .Capabilities offline, as
+// helm template's --kube-version and --api-versions give it.
+func (f *renderFlags) cluster() chart.Cluster {
+	return chart.Cluster{KubeVersion: f.kubeVersion, APIVersions: f.apiVersions}
 }
 
 // placeholderUID stands in for the UID of a custom resource read from a file
@@ -54,6 +63,8 @@ to read; without it, status.yaml sees the rendered children. Lookups read nothin
 	fl.StringVarP(&f.file, "filename", "f", "", "custom resources to render (YAML; '-' for stdin)")
 	fl.StringVar(&f.children, "children", "", "live children for status.yaml (YAML)")
 	fl.StringVar(&f.fieldManager, "field-manager", "operator", "as for run: the children's managed-by label")
+	fl.StringVar(&f.kubeVersion, "kube-version", "", "charts: the Kubernetes version .Capabilities reports (default: Helm's)")
+	fl.StringSliceVarP(&f.apiVersions, "api-versions", "a", nil, "charts: API versions .Capabilities reports, as group/version or group/version/Kind (default: Helm's)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -103,7 +114,7 @@ func renderOne(ctx context.Context, w io.Writer, k *catalog.Kind, obj *unstructu
 	}
 	now := time.Now()
 	budget := k.RenderBudget(render.Budget{})
-	plan, err := reconcile.MakePlan(ctx, k, obj, render.Input{Now: now, Budget: budget}, kube.OfflineNamespaced, ownership.Policy{Manager: f.fieldManager})
+	plan, err := reconcile.MakePlan(ctx, k, obj, render.Input{Now: now, Budget: budget}, f.cluster(), kube.OfflineNamespaced, ownership.Policy{Manager: f.fieldManager})
 	if err != nil {
 		return err
 	}

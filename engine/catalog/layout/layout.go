@@ -33,6 +33,10 @@ const (
 	// StatusFile renders the object's .status after the children are
 	// applied.
 	StatusFile = "status.yaml"
+	// ChartFile makes a folder a Helm chart (engine/chart): its files are
+	// the chart's, read as Helm reads them, and kind.yaml beside it says
+	// which kind it serves.
+	ChartFile = "Chart.yaml"
 )
 
 // Role is what a file of a kind folder is.
@@ -53,6 +57,11 @@ const (
 	Child
 	// Status is status.yaml.
 	Status
+	// Chart is Chart.yaml: the folder is a Helm chart.
+	Chart
+	// ChartArchive is a packaged chart (`*.tgz`), the form a chart takes
+	// in a ConfigMap, whose keys cannot hold its sub-folders.
+	ChartArchive
 )
 
 // Template reports whether files of role r are parsed as templates.
@@ -70,6 +79,10 @@ func (r Role) String() string {
 		return "child"
 	case Status:
 		return "status"
+	case Chart:
+		return "chart"
+	case ChartArchive:
+		return "chart archive"
 	}
 	return "ignored"
 }
@@ -90,8 +103,12 @@ func RoleOf(name string) Role {
 		return CRD
 	case name == StatusFile:
 		return Status
+	case name == ChartFile:
+		return Chart
 	}
 	switch path.Ext(name) {
+	case ".tgz":
+		return ChartArchive
 	case ".yaml", ".yml":
 		return Child
 	}

@@ -1,0 +1,145 @@
+package chart
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tmplop/operator/engine/render"
+)
+
+// Helm's hook annotations.
+const (
+	HookAnnotation       = "helm.sh/hook"
+	HookWeightAnnotation = "helm.sh/hook-weight"
+	HookDeleteAnnotation = "helm.sh/hook-delete-policy"
+)
+
+// phase is when a child is applied: pre-install/pre-upgrade hooks, the
+// chart's resources, post-install/post-upgrade hooks.
+type phase int
+
+const (
+	pre phase = iota
+	resources
+	post
+)
+
+// stage is a phase and, for hooks, a weight: children of a stage wait for
+// every child of the stages before it to be Current.
+type stage struct {
+	phase  phase
+	weight int
+}
+
+func (s stage) compare(o stage) int {
+	return cmp.Or(cmp.Compare(s.phase, o.phase), cmp.Compare(s.weight, o.weight))
+}
+
+func (s stage) String() string {
+	switch s.phase {
+	case pre:
+		return fmt.Sprintf("pre hook, weight %d", s.weight)
+	case post:
+		return fmt.Sprintf("post hook, weight %d", s.weight)
+	}
+	return "resources"
+}
+
+// Ordered is a chart's render turned into what the engine applies: the
+// children, each under the group of its stage (Manifest.Template), and
+// the order of the groups as a dependsOn map.
+type Ordered struct {
+	Manifests []render.Manifest
+	DependsOn map[string][]string
+	// DeleteHooks are the pre-delete hooks, applied when the object is
+	// deleted, not before.
+	DeleteHooks []render.Manifest
+}
+
+// Order makes a chart's hooks an apply order, as Helm runs them at
+// install and upgrade: pre-install and pre-upgrade hooks first, by
+// helm.sh/hook-weight (lower first), each stage Current (a Job complete)
+// before the next; then the chart's resources; then post-install and
+// post-upgrade hooks by weight. A hook for both a pre and a post event
+// runs before. Test hooks, rollback hooks, post-delete hooks and unknown
+// hook names render nothing here (Helm skips unknown ones too); pre-delete
+// hooks are returned apart.
+//
+// A group is a template file, or, when one file renders children of
+// several stages, the file and its stage: `file [pre hook, weight -5]`.
+func Order(ms []render.Manifest) Ordered {
+	var out Ordered
+	stages := map[string]stage{} // group -> stage
+	fileStages := map[string]map[stage]bool{}
+	kept := make([]render.Manifest, 0, len(ms))
+	keptStages := make([]stage, 0, len(ms))
+	for _, m := range ms {
+		st, keep, deleteHook := stageOf(m.Object.GetAnnotations())
+		if deleteHook {
+			out.DeleteHooks = append(out.DeleteHooks, m)
+		}
+		if !keep {
+			continue
+		}
+		if fileStages[m.Template] == nil {
+			fileStages[m.Template] = map[stage]bool{}
+		}
+		fileStages[m.Template][st] = true
+		kept = append(kept, m)
+		keptStages = append(keptStages, st)
+	}
+	for i := range kept {
+		if len(fileStages[kept[i].Template]) > 1 {
+			kept[i].Template = fmt.Sprintf("%s [%s]", kept[i].Template, keptStages[i])
+		}
+		stages[kept[i].Template] = keptStages[i]
+	}
+	out.Manifests = kept
+	groups := slices.Sorted(maps.Keys(stages))
+	for _, g := range groups {
+		for _, d := range groups {
+			if stages[d].compare(stages[g]) < 0 {
+				if out.DependsOn == nil {
+					out.DependsOn = map[string][]string{}
+				}
+				out.DependsOn[g] = append(out.DependsOn[g], d)
+			}
+		}
+	}
+	return out
+}
+
+// stageOf reads a child's hook annotations: its stage, whether it is
+// applied with the chart, and whether it is a pre-delete hook.
+func stageOf(ann map[string]string) (st stage, keep, deleteHook bool) {
+	events, ok := ann[HookAnnotation]
+	if !ok {
+		return stage{phase: resources}, true, false
+	}
+	var isPre, isPost bool
+	for _, e := range strings.Split(events, ",") {
+		switch strings.ToLower(strings.TrimSpace(e)) {
+		case "pre-install", "pre-upgrade":
+			isPre = true
+		case "post-install", "post-upgrade":
+			isPost = true
+		case "pre-delete":
+			deleteHook = true
+		case "post-delete", "pre-rollback", "post-rollback", "test", "test-success":
+		default:
+			return stage{}, false, false // Helm skips a manifest with an unknown hook
+		}
+	}
+	weight, _ := strconv.Atoi(strings.TrimSpace(ann[HookWeightAnnotation])) // Helm: 0 when unreadable
+	switch {
+	case isPre:
+		return stage{phase: pre, weight: weight}, true, deleteHook
+	case isPost:
+		return stage{phase: post, weight: weight}, true, deleteHook
+	}
+	return stage{}, false, deleteHook
+}

@@ -1,0 +1,156 @@
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/render"
+)
+
+// notes is the file Helm prints after an install; it renders no object.
+const notes = "NOTES.txt"
+
+// Chart is a loaded chart, ready to render objects.
+type Chart struct {
+	// root is the chart as loaded. It is never changed: each render
+	// processes its dependencies on a copy (Dots).
+	root *helmchart.Chart
+	// Set holds every template of the chart and of every subchart it can
+	// enable, named by path as Helm names them (mychart/templates/x.yaml,
+	// mychart/charts/sub/templates/y.yaml).
+	Set *render.Set
+	// override is put over every object's values (watches.yaml's
+	// overrideValues).
+	override map[string]any
+}
+
+// Name and Version are the chart's, from Chart.yaml.
+func (c *Chart) Name() string    { return c.root.Metadata.Name }
+func (c *Chart) Version() string { return c.root.Metadata.Version }
+
+// Load loads a chart from its files (Read's), leaving out the names in
+// skip (the kind folder's own files, kind.yaml and crd.yaml, which are not
+// the chart's). override are values put over every object's.
+func Load(files layout.Files, skip []string, override map[string]any) (*Chart, error) {
+	var buffered []*loader.BufferedFile
+	for _, name := range files.Names() {
+		if slices.Contains(skip, name) {
+			continue
+		}
+		buffered = append(buffered, &loader.BufferedFile{Name: name, Data: files[name]})
+	}
+	root, err := loader.LoadFiles(buffered)
+	if err != nil {
+		return nil, fmt.Errorf("load chart: %w", err)
+	}
+	if strings.EqualFold(root.Metadata.Type, "library") {
+		return nil, errors.New("load chart: a library chart renders nothing; it can only be a dependency")
+	}
+	if err := checkDependencies(root); err != nil {
+		return nil, err
+	}
+	set, err := render.ParseSource(source(root))
+	if err != nil {
+		return nil, err
+	}
+	return &Chart{root: root, Set: set, override: override}, nil
+}
+
+// checkDependencies refuses a chart whose Chart.yaml names a dependency
+// that its charts/ folder does not hold (helm dependency build was not
+// run): Helm refuses to install it too.
+func checkDependencies(c *helmchart.Chart) error {
+	if err := chartutil.ProcessDependencies(copyChart(c), chartutil.Values{}); err != nil {
+		return fmt.Errorf("load chart: %w", err)
+	}
+	var missing []string
+	for _, d := range c.Metadata.Dependencies {
+		found := slices.ContainsFunc(c.Dependencies(), func(sub *helmchart.Chart) bool {
+			return sub.Name() == d.Name && chartutil.IsCompatibleRange(d.Version, sub.Metadata.Version)
+		})
+		if !found {
+			missing = append(missing, d.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("load chart: dependencies not in charts/: %s (run helm dependency build)", strings.Join(missing, ", "))
+	}
+	for _, sub := range c.Dependencies() {
+		if err := checkDependencies(sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// source is every template a render of c can use, named as Helm's engine
+// names them, in the order Helm parses them: deepest paths first, so that
+// where a chart and a subchart define the same named template, the
+// chart's wins. The children are the templates that are neither partials
+// (`_*`) nor NOTES.txt, in path order, as Helm sorts its manifests.
+func source(c *helmchart.Chart) render.Source {
+	var src render.Source
+	each(c, c.Name(), func(sub *helmchart.Chart, full string) {
+		for _, t := range sub.Templates {
+			if t == nil {
+				continue
+			}
+			name := path.Join(full, t.Name)
+			partial := strings.HasPrefix(path.Base(t.Name), "_")
+			if strings.EqualFold(sub.Metadata.Type, "library") && !partial {
+				continue // Helm renders nothing of a library but its partials
+			}
+			src.Files = append(src.Files, render.SourceFile{Name: name, Text: string(t.Data)})
+			if !partial && !strings.HasSuffix(name, notes) {
+				src.Children = append(src.Children, name)
+			}
+		}
+	})
+	slices.SortFunc(src.Files, func(a, b render.SourceFile) int { return helmParseOrder(a.Name, b.Name) })
+	slices.Sort(src.Children)
+	return src
+}
+
+// helmParseOrder is pkg/engine's sortTemplates: more path segments first,
+// then reverse name order.
+func helmParseOrder(a, b string) int {
+	ca, cb := strings.Count(a, "/"), strings.Count(b, "/")
+	if ca != cb {
+		return cb - ca
+	}
+	return strings.Compare(b, a)
+}
+
+// each calls fn for c and every subchart a render can enable, with its
+// full path (root/charts/sub/charts/subsub), as chartutil's
+// processDependencyEnabled would lay them out with every condition true:
+// a dependency named in Chart.yaml under its alias, the others under their
+// own names.
+func each(c *helmchart.Chart, full string, fn func(*helmchart.Chart, string)) {
+	fn(c, full)
+	for _, sub := range c.Dependencies() {
+		listed := false
+		for _, d := range c.Metadata.Dependencies {
+			if d == nil || sub.Name() != d.Name || !chartutil.IsCompatibleRange(d.Version, sub.Metadata.Version) {
+				continue
+			}
+			listed = true
+			name := d.Name
+			if d.Alias != "" {
+				name = d.Alias
+			}
+			each(sub, full+"/charts/"+name, fn)
+		}
+		if !listed {
+			each(sub, full+"/charts/"+sub.Name(), fn)
+		}
+	}
+}

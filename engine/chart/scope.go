@@ -1,0 +1,143 @@
+package chart
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/tmplop/operator/engine/render"
+)
+
+// Cluster is what .Capabilities tells templates about the cluster: from
+// discovery when the operator runs, Helm's defaults offline.
+type Cluster struct {
+	// KubeVersion is the API server's version, e.g. v1.37.2.
+	KubeVersion string
+	// APIVersions are the served group/versions and group/version/Kinds.
+	APIVersions []string
+}
+
+// capabilities is cl as Helm's templates read it.
+func (cl Cluster) capabilities() (*chartutil.Capabilities, error) {
+	caps := chartutil.DefaultCapabilities.Copy()
+	if cl.KubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(cl.KubeVersion)
+		if err != nil {
+			return nil, err
+		}
+		caps.KubeVersion = *kv
+	}
+	if cl.APIVersions != nil {
+		// Clipped: a template's append must never write into the
+		// array every render shares.
+		caps.APIVersions = chartutil.VersionSet(slices.Clip(cl.APIVersions))
+	}
+	return caps, nil
+}
+
+// Dots builds, for one object, the dot of each template Helm would render:
+// the object's values over the chart's (overrideValues over both),
+// dependencies enabled by their conditions and tags, each template seeing
+// its chart's .Values, .Chart and .Files, and .Template. Templates of a
+// disabled subchart have none, and render nothing.
+//
+// .Release.Name and .Release.Namespace are the object's; .Release.Revision
+// is its metadata.generation, which counts the changes of its spec as
+// Helm's revision counts upgrades; .Release.IsInstall holds until the
+// object's status has an observedGeneration, .Release.IsUpgrade after.
+//
+// The values failing values.schema.json, or a dependency that cannot be
+// processed, is a *render.Error: the same spec fails the same way.
+func (c *Chart) Dots(obj map[string]any, cl Cluster) (map[string]map[string]any, error) {
+	vals, err := c.values(obj)
+	if err != nil {
+		return nil, &render.Error{Template: "values.yaml", Message: err.Error()}
+	}
+	caps, err := cl.capabilities()
+	if err != nil {
+		return nil, &render.Error{Message: "capabilities: " + err.Error()}
+	}
+	tree := copyChart(c.root)
+	if err := chartutil.ProcessDependenciesWithMerge(tree, vals); err != nil {
+		return nil, &render.Error{Template: File, Message: "dependencies: " + err.Error()}
+	}
+	top, err := chartutil.ToRenderValues(tree, vals, release(obj), caps)
+	if err != nil {
+		return nil, &render.Error{Template: "values.schema.json", Message: err.Error()}
+	}
+	dots := map[string]map[string]any{}
+	scopes(tree, top, dots)
+	return dots, nil
+}
+
+// values is the object's spec with overrideValues put over it; a null in
+// either stays, to remove the chart's default as in Helm.
+func (c *Chart) values(obj map[string]any) (map[string]any, error) {
+	spec, _ := obj["spec"].(map[string]any)
+	vals, _ := copyValue(spec).(map[string]any)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	if len(c.override) == 0 {
+		return vals, nil
+	}
+	over := copyValue(c.override).(map[string]any)
+	return chartutil.MergeTables(over, vals), nil
+}
+
+// release is .Release for obj (Dots says what each field counts).
+func release(obj map[string]any) chartutil.ReleaseOptions {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	namespace, _ := meta["namespace"].(string)
+	generation, _ := meta["generation"].(int64)
+	status, _ := obj["status"].(map[string]any)
+	_, reconciled := status["observedGeneration"]
+	return chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: int(max(generation, 1)),
+		IsInstall: !reconciled, IsUpgrade: reconciled}
+}
+
+// scopes is pkg/engine's recAllTpls: the dot of every non-partial
+// template of c and its enabled dependencies, added to dots, scoped as
+// Helm scopes them. It returns c's scope, which its parent lists under
+// .Subcharts.
+func scopes(c *helmchart.Chart, parent chartutil.Values, dots map[string]map[string]any) map[string]any {
+	subcharts := map[string]any{}
+	next := map[string]any{
+		"Chart": struct {
+			helmchart.Metadata
+			IsRoot bool
+		}{*c.Metadata, c.IsRoot()},
+		"Files":        newFiles(c.Files),
+		"Release":      parent["Release"],
+		"Capabilities": parent["Capabilities"],
+		"Values":       chartutil.Values{},
+		"Subcharts":    subcharts,
+	}
+	if c.IsRoot() {
+		next["Values"] = parent["Values"]
+	} else if vs, err := parent.Table("Values." + c.Name()); err == nil {
+		next["Values"] = vs
+	}
+	for _, sub := range c.Dependencies() {
+		subcharts[sub.Name()] = scopes(sub, next, dots)
+	}
+	full := c.ChartFullPath()
+	library := strings.EqualFold(c.Metadata.Type, "library")
+	for _, t := range c.Templates {
+		if t == nil || library || strings.HasPrefix(path.Base(t.Name), "_") {
+			continue
+		}
+		name := path.Join(full, t.Name)
+		dot := make(map[string]any, len(next)+1)
+		for k, v := range next {
+			dot[k] = v
+		}
+		dot["Template"] = chartutil.Values{"Name": name, "BasePath": path.Join(full, "templates")}
+		dots[name] = dot
+	}
+	return next
+}
