@@ -43,6 +43,8 @@ func convertFuncs(h *holder, base template.FuncMap) template.FuncMap {
 		"toPrettyJson":     serializer(h, base, "toPrettyJson", 2),
 		"mustToPrettyJson": serializer(h, base, "mustToPrettyJson", 2),
 		"toYaml":           serializer(h, base, "toYaml", 2),
+		"toYamlPretty":     serializer(h, base, "toYamlPretty", 2),
+		"toToml":           serializer(h, base, "toToml", 2),
 		"split": func(sep, s string) (map[string]string, error) {
 			n := splitCount(sep, s, -1)
 			return budget.Bounded(h.meter(), budget.MulSat(n, splitCost), func() string { return fmt.Sprintf("split of %d bytes into %d elements", len(s), n) },
@@ -79,6 +81,9 @@ func convertFuncs(h *holder, base template.FuncMap) template.FuncMap {
 		"mustFromJson":  decoder(h, base, "mustFromJson", false),
 		"fromYaml":      decoder(h, base, "fromYaml", true),
 		"fromYamlArray": decoder(h, base, "fromYamlArray", true),
+		// TOML has no aliases: its decoder allocates in proportion to
+		// its input, as JSON's does.
+		"fromToml": decoder(h, base, "fromToml", false),
 	}
 }
 
@@ -159,7 +164,7 @@ func serializer(h *holder, base template.FuncMap, name string, indent int64) fun
 		panic("render: unexpected type of " + name)
 	}
 	fixed := int64(jsonEncodeFixed)
-	if name == "toYaml" {
+	if name == "toYaml" || name == "toYamlPretty" || name == "toToml" {
 		fixed = yamlEncodeFixed
 	}
 	return func(v any) (string, error) {

@@ -21,7 +21,8 @@
 // named templates are shared, files named `_*` are helpers with no output,
 // missing keys read as empty ("<no value>" is removed from the output),
 // sprig's functions are available (bounded, see below) except env and expandenv, and Helm's
-// include, tpl, required, toYaml, fromYaml, toJson, fromJson and lookup
+// include, tpl, required, toYaml, toYamlPretty, fromYaml, toJson, fromJson,
+// toToml, fromToml and lookup
 // behave as in Helm.
 //
 // # What templates see

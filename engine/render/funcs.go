@@ -1,14 +1,17 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"strings"
 	"sync"
 	"text/template"
 
+	"github.com/BurntSushi/toml"
 	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
+	goyaml "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/tmplop/operator/engine/render/internal/fastyaml"
 )
@@ -28,6 +31,9 @@ var helmFuncs = sync.OnceValue(func() template.FuncMap {
 
 	maps.Copy(funcs, template.FuncMap{
 		"toYaml":        toYAML,
+		"toYamlPretty":  toYAMLPretty,
+		"toToml":        toTOML,
+		"fromToml":      fromTOML,
 		"fromYaml":      fromYAML,
 		"fromYamlArray": fromYAMLArray,
 		"toJson":        toJSON,
@@ -127,4 +133,35 @@ func required(msg string, val any) (any, error) {
 // condition without the "error calling fail:" prefix.
 func fail(msg string) (string, error) {
 	return "", &funcError{msg: msg}
+}
+
+// toYAMLPretty is Helm's: YAML indented by two, lists indented under
+// their key.
+func toYAMLPretty(v any) string {
+	var buf bytes.Buffer
+	enc := goyaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// toTOML is Helm's: the TOML of v, or the error's text.
+func toTOML(v any) string {
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(v); err != nil {
+		return err.Error()
+	}
+	return buf.String()
+}
+
+// fromTOML is Helm's: a TOML document as a mapping; on error the mapping
+// holds it under "Error".
+func fromTOML(str string) map[string]any {
+	m := map[string]any{}
+	if err := toml.Unmarshal([]byte(str), &m); err != nil {
+		m["Error"] = err.Error()
+	}
+	return m
 }
