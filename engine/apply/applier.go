@@ -106,7 +106,7 @@ func (d *Desired) Exists() bool { return d.Live != nil }
 // Prepare checks child against the cluster: the object it would overwrite
 // must be the parent's (ownership.Claim; a *ownership.ConflictError
 // otherwise), and tells whether applying it would change anything.
-func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMapping, parent, child *unstructured.Unstructured, manager string) (*Desired, error) {
+func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMapping, parent, child *unstructured.Unstructured, who ownership.Claimant) (*Desired, error) {
 	gr := m.Resource.GroupResource()
 	key := Key{GR: gr, Namespace: child.GetNamespace(), Name: child.GetName()}
 	preferred, err := c.Preferred(m)
@@ -127,7 +127,7 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 	if !taken {
 		return d, nil
 	}
-	if err := ownership.Claim(occ, m.GroupVersionKind.GroupKind(), parent, manager); err != nil {
+	if err := ownership.Claim(occ, m.GroupVersionKind.GroupKind(), parent, who); err != nil {
 		return nil, err
 	}
 	if live, ok := a.cache.Get(gr, key.Namespace, key.Name); ok && live.GetUID() == occ.GetUID() && live.GetDeletionTimestamp() == nil {

@@ -104,7 +104,7 @@ func TestPrepare(t *testing.T) {
 			if desired == nil {
 				desired = child(mine, "")
 			}
-			d, err := a.Prepare(t.Context(), c, m, parent, desired, "op")
+			d, err := a.Prepare(t.Context(), c, m, parent, desired, ownership.Claimant{Manager: "op"})
 			if tc.wantErr {
 				var ce *ownership.ConflictError
 				if !errors.As(err, &ce) {

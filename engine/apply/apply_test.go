@@ -90,7 +90,7 @@ func TestApplyOnFakes(t *testing.T) {
 			desired := rendered(t, "c", want)
 			desired.SetNamespace("ns")
 			m := f.mapping(desired.GroupVersionKind())
-			d, err := a.Prepare(t.Context(), f.kube(), m, testParent(), desired, testManager)
+			d, err := a.Prepare(t.Context(), f.kube(), m, testParent(), desired, ownership.Claimant{Manager: testManager})
 			if tc.conflict {
 				if !IsConflict(err) {
 					t.Fatalf("Prepare: %v, want an ownership conflict", err)
@@ -158,7 +158,7 @@ func TestApplyUpToDateAfterApply(t *testing.T) {
 	desired.SetNamespace("ns")
 	m := f.mapping(desired.GroupVersionKind())
 	for i, wantSkipped := range []bool{false, true, true} {
-		d, err := a.Prepare(t.Context(), f.kube(), m, testParent(), desired.DeepCopy(), testManager)
+		d, err := a.Prepare(t.Context(), f.kube(), m, testParent(), desired.DeepCopy(), ownership.Claimant{Manager: testManager})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestApplyFailure(t *testing.T) {
 	a := NewApplier(f.cache(), nil)
 	desired := rendered(t, "c", map[string]any{"a": "1"})
 	desired.SetNamespace("ns")
-	d, err := a.Prepare(t.Context(), f.kube(), f.mapping(desired.GroupVersionKind()), testParent(), desired, testManager)
+	d, err := a.Prepare(t.Context(), f.kube(), f.mapping(desired.GroupVersionKind()), testParent(), desired, ownership.Claimant{Manager: testManager})
 	if err != nil {
 		t.Fatal(err)
 	}

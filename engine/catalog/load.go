@@ -68,16 +68,51 @@ func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	kinds, skipped = loadDirs(dirs)
+	kinds, skipped = loadDirs(sources(root, dirs))
 	return kinds, skipped, nil
 }
 
-// loadDirs loads the folders dirs, one folder per kind: a second folder
-// for a kind is skipped, naming the first.
-func loadDirs(dirs []string) (kinds []*Kind, skipped []*FolderError) {
-	seen := map[string]string{}
+// source is one kind folder to load: a folder of root, or an entry of
+// root's watches.yaml.
+type source struct {
+	dir  string
+	load func() (*Kind, error)
+}
+
+// sources are the folders dirs, then the entries of root's watches.yaml.
+// A watches.yaml that cannot be read is one source that fails.
+func sources(root string, dirs []string) []source {
+	out := make([]source, 0, len(dirs))
 	for _, dir := range dirs {
-		k, err := LoadKind(dir)
+		out = append(out, source{dir: dir, load: func() (*Kind, error) { return LoadKind(dir) }})
+	}
+	watches, err := readWatches(root)
+	if err != nil {
+		return append(out, source{dir: filepath.Join(root, WatchesFile), load: func() (*Kind, error) { return nil, err }})
+	}
+	uses := map[string]int{}
+	for _, w := range watches {
+		uses[w.dir]++
+	}
+	for _, w := range watches {
+		out = append(out, source{dir: watchSource(w, uses[w.dir] > 1), load: func() (*Kind, error) {
+			k, err := loadWatch(w)
+			if k != nil {
+				k.Dir = watchSource(w, uses[w.dir] > 1)
+			}
+			return k, err
+		}})
+	}
+	return out
+}
+
+// loadDirs loads the folders of srcs, one folder per kind: a second folder
+// for a kind is skipped, naming the first.
+func loadDirs(srcs []source) (kinds []*Kind, skipped []*FolderError) {
+	seen := map[string]string{}
+	for _, src := range srcs {
+		dir := src.dir
+		k, err := src.load()
 		if err != nil {
 			skipped = append(skipped, &FolderError{Dir: dir, Err: err})
 			continue
@@ -104,10 +139,11 @@ func LoadEvery(dir string) ([]*Kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(dirs) == 0 {
+	srcs := sources(dir, dirs)
+	if len(srcs) == 0 {
 		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, KindFile)
 	}
-	kinds, skipped := loadDirs(dirs)
+	kinds, skipped := loadDirs(srcs)
 	var errs []error
 	for _, s := range skipped {
 		errs = append(errs, locate(s.Dir, s.Err))

@@ -67,8 +67,13 @@ func ownershipStub(obj any) (any, error) {
 	if v, ok := p.Labels[ownership.LabelManagedBy]; ok {
 		stub.Labels = map[string]string{ownership.LabelManagedBy: v}
 	}
-	if v, ok := p.Annotations[ownership.AnnotationParent]; ok {
-		stub.Annotations = map[string]string{ownership.AnnotationParent: v}
+	for _, k := range []string{ownership.AnnotationParent, ownership.AnnotationHelmReleaseName, ownership.AnnotationHelmReleaseNamespace} {
+		if v, ok := p.Annotations[k]; ok {
+			if stub.Annotations == nil {
+				stub.Annotations = map[string]string{}
+			}
+			stub.Annotations[k] = v
+		}
 	}
 	return stub, nil
 }

@@ -129,6 +129,7 @@ func TestClaim(t *testing.T) {
 	cases := []struct {
 		name     string
 		existing *unstructured.Unstructured
+		helm     bool // a chart kind's parent
 		wantErr  string
 	}{
 		{name: "created by kubectl: refused with the way to adopt", existing: existing(nil, nil, nil),
@@ -143,10 +144,24 @@ func TestClaim(t *testing.T) {
 			wantErr: `controlled by ReplicaSet "rs"`},
 		{name: "another parent's child", existing: existing(map[string]string{AnnotationParent: "AppService.app.example.com/ns/other"},
 			map[string]string{LabelManagedBy: "op"}, nil), wantErr: "belongs to AppService.app.example.com/ns/other"},
+		{name: "helm release of the parent's name, chart kind: taken over", helm: true,
+			existing: existing(releaseOf("web", "ns"), map[string]string{LabelManagedBy: "Helm"}, nil)},
+		{name: "helm release of the parent's name, kind of templates: refused", existing: existing(releaseOf("web", "ns"), nil, nil),
+			wantErr: "is not owned by this AppService"},
+		{name: "helm release of another name: refused", helm: true, existing: existing(releaseOf("other", "ns"), nil, nil),
+			wantErr: "is not owned by this AppService"},
+		{name: "helm release of another namespace: refused", helm: true, existing: existing(releaseOf("web", "elsewhere"), nil, nil),
+			wantErr: "is not owned by this AppService"},
+		{name: "helm release controlled by a ReplicaSet: refused", helm: true, existing: existing(releaseOf("web", "ns"), nil,
+			&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}),
+			wantErr: `controlled by ReplicaSet "rs"`},
+		{name: "helm release already another parent's: refused", helm: true,
+			existing: existing(map[string]string{AnnotationParent: "AppService.app.example.com/ns/other", AnnotationHelmReleaseName: "web",
+				AnnotationHelmReleaseNamespace: "ns"}, map[string]string{LabelManagedBy: "op"}, nil), wantErr: "belongs to AppService.app.example.com/ns/other"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Claim(tc.existing, gk, parent, "op")
+			err := Claim(tc.existing, gk, parent, Claimant{Manager: "op", AdoptHelmReleases: tc.helm})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -159,4 +174,9 @@ func TestClaim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// releaseOf is the annotations helm install puts on a release's objects.
+func releaseOf(name, namespace string) map[string]string {
+	return map[string]string{AnnotationHelmReleaseName: name, AnnotationHelmReleaseNamespace: namespace}
 }
