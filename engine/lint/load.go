@@ -49,7 +49,7 @@ func (f *folder) at(file string, line int, code, format string, args ...any) Fin
 // parsed on its own. kind is nil when the folder would not load.
 func loadFolder(dir string) (*folder, []Finding) {
 	f := &folder{dir: dir, templates: map[string]string{}, fileSets: map[string]*render.Set{}}
-	files, err := layout.Read(os.DirFS(dir))
+	files, err := catalog.ReadFolder(os.DirFS(dir))
 	if err != nil {
 		return f, []Finding{f.at("", 0, CodeFolder, "%v", err)}
 	}
@@ -58,9 +58,14 @@ func loadFolder(dir string) (*folder, []Finding) {
 		return f, []Finding{f.at(catalog.KindFile, 0, CodeKindYAML, "read %s: %v", catalog.KindFile, fs.ErrNotExist)}
 	}
 	f.kindYAML = string(data)
-	out := f.kindAlone(files)
-	f.templates = files.Templates()
-	out = append(out, f.parseEach()...)
+	var out []Finding
+	if _, chart := files[layout.ChartFile]; !chart {
+		// A chart's files are Helm's: they load as one (Compile below,
+		// with Helm's loader), not file by file.
+		out = f.kindAlone(files)
+		f.templates = files.Templates()
+		out = append(out, f.parseEach()...)
+	}
 	for _, fd := range out {
 		if fd.Severity == Error {
 			return f, out

@@ -3,6 +3,7 @@ package examples_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/internal/testsupport/fakelookup"
@@ -72,7 +74,7 @@ type example struct {
 	name   string // folder name, e.g. "memcached"
 	dir    string
 	kind   kindFile
-	set    *render.Set
+	set    kindRenderer
 	policy *catalog.Kind // the folder as the operator loads it, for its lookup policy
 	crd    *crd
 	sample map[string]any // examples/<name>.yaml, with the namespace and generation the API would give it
@@ -110,12 +112,10 @@ func loadExample(t testing.TB, name string) *example {
 	if err := yaml.UnmarshalStrict(data, &ex.kind); err != nil {
 		t.Fatalf("%s/kind.yaml: %v", name, err)
 	}
-	if ex.set, err = render.ParseFS(os.DirFS(ex.dir)); err != nil {
-		t.Fatalf("%s: parse: %v", name, err)
-	}
 	if ex.policy, err = catalog.LoadKind(ex.dir); err != nil {
 		t.Fatalf("%s: load: %v", name, err)
 	}
+	ex.set = kindRenderer{ex.policy}
 	ex.crd = readCRD(t, filepath.Join(crdsDir, name+".yaml"))
 
 	samples := readObjects(t, filepath.Join(examplesDir, name+".yaml"))
@@ -295,3 +295,24 @@ func lineOf(t *testing.T, file, needle string) int {
 	t.Fatalf("%s has no line containing %q", file, needle)
 	return 0
 }
+
+// kindRenderer renders a folder through its catalog.Kind, the door the
+// operator renders through: a folder of templates and a Helm chart alike
+// (offline, a chart sees Helm's default .Capabilities).
+type kindRenderer struct{ k *catalog.Kind }
+
+func (r kindRenderer) Children(ctx context.Context, in render.Input) (*render.Result, error) {
+	res, err := r.k.Children(ctx, in, chart.Cluster{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Result, nil
+}
+
+func (r kindRenderer) Status(ctx context.Context, in render.Input) (*render.Result, error) {
+	return r.k.Status(ctx, in)
+}
+
+// HasStatus: the folder renders a status of its own (a chart: its name
+// and version).
+func (r kindRenderer) HasStatus() bool { return r.k.Templates.HasStatus() || r.k.Chart != nil }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tmplop/operator/engine/chart"
 )
 
 // TestKustomizationListsEveryFile: templates/kustomization.yaml delivers
@@ -36,6 +38,14 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
+			continue
+		}
+		if chart.IsChart(os.DirFS(filepath.Join(templatesDir, e.Name()))) {
+			// Its sub-folders cannot be ConfigMap keys: a chart goes to a
+			// ConfigMap packaged (docs/helm.md), not file by file.
+			if _, listed := listed[e.Name()]; listed {
+				t.Errorf("templates/kustomization.yaml: chart %s is listed file by file; its sub-folders would be lost", e.Name())
+			}
 			continue
 		}
 		files, err := os.ReadDir(filepath.Join(templatesDir, e.Name()))

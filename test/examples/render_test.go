@@ -74,7 +74,7 @@ func TestStatusWithoutChildren(t *testing.T) {
 
 // formatResults prints a render the way `helm template` prints a release:
 // documents marked with their source.
-func formatResults(t *testing.T, set *render.Set, children, status *render.Result) []byte {
+func formatResults(t *testing.T, set kindRenderer, children, status *render.Result) []byte {
 	t.Helper()
 	var docs []golden.Doc
 	for _, m := range children.Manifests {

@@ -1,0 +1,3 @@
+{{- define "shared.banner" -}}
+banner of base
+{{- end }}

@@ -1,0 +1,3 @@
+{{- define "store.name" -}}
+{{ .Release.Name }}-{{ .Chart.Name }}
+{{- end }}
