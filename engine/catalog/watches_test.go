@@ -98,7 +98,7 @@ func TestWatchesYAMLErrors(t *testing.T) {
 		{name: "not a chart", files: map[string]string{WatchesFile: "- {group: a.io, version: v1, kind: A, chart: nowhere}\n"},
 			wantErr: "not a chart"},
 		{name: "a kind.yaml as well", files: map[string]string{
-			WatchesFile:                    "- {group: a.io, version: v1, kind: A, chart: helm-charts/web}\n",
+			WatchesFile:                   "- {group: a.io, version: v1, kind: A, chart: helm-charts/web}\n",
 			"helm-charts/web/" + KindFile: "apiVersion: a.io/v1\nkind: A\n"},
 			wantErr: "keep one"},
 		{name: "not a list", files: map[string]string{WatchesFile: "group: a.io\n"}, wantErr: WatchesFile},
