@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -116,5 +120,41 @@ func TestWatchesYAMLErrors(t *testing.T) {
 				t.Fatalf("kinds %d, skipped %v, want one error with %q", len(kinds), skipped, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestChartArchive: a ConfigMap folder holds a chart packaged, beside its
+// kind.yaml: it loads and renders as the chart's folder does.
+func TestChartArchive(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, smallChart)
+	ch, err := loader.LoadDir(filepath.Join(root, "helm-charts/web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := chartutil.Save(ch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := layout.FromMap(map[string][]byte{KindFile: []byte("apiVersion: charts.example.com/v1\nkind: Web\n"), filepath.Base(tgz): data})
+	k, err := Compile("web", "configmap/ns/web", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{"metadata": map[string]any{"name": "shop", "namespace": "ns"}, "spec": map[string]any{"replicas": int64(2)}}
+	res, err := k.Children(t.Context(), render.Input{Object: obj}, chart.Cluster{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Manifests) != 1 || res.Manifests[0].Object.Object["data"].(map[string]any)["replicas"] != "2" {
+		t.Fatalf("manifests = %v", res.Manifests)
+	}
+	files["other-0.1.0.tgz"] = data
+	if _, err := Compile("web", "configmap/ns/web", files); err == nil || !strings.Contains(err.Error(), "one packaged chart") {
+		t.Fatalf("two archives: err = %v", err)
 	}
 }
