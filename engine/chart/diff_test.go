@@ -69,6 +69,10 @@ type diffCase struct {
 	// cluster, when not nil, are the objects lookup reads; nil renders
 	// offline, as `helm template` does.
 	cluster []map[string]any
+	// knownDiff, when set, is a difference from Helm we keep, and why:
+	// the case asserts that the outputs still differ, so that the day
+	// they agree the case is made an equality.
+	knownDiff string
 	// wantErr, when set, is that both sides fail with this text in their
 	// errors.
 	wantErr string
@@ -236,7 +240,8 @@ global:
 		// A disabled subchart's templates are not parsed by Helm; ours
 		// are all parsed into one set, and the disabled addon's define of
 		// shared.banner, parsed last, wins over base's.
-		{name: "shadow/addon off", chart: testChart("shadow")},
+		{name: "shadow/addon off", chart: testChart("shadow"),
+			knownDiff: "every subchart the chart can enable is parsed once, at load; a disabled sibling's define can shadow an enabled one's (docs/helm.md)"},
 		// Helm executes the templates in its parse order (deepest first,
 		// names descending) and they share .Values: z-writes.yaml sets a
 		// value before a-reads.yaml reads it. Ours run in name order.
@@ -244,17 +249,19 @@ global:
 		// Values given as a file are float64 to Helm (toToml prints
 		// 9090.0); our spec's whole numbers are int64 (9090).
 		{
-			name:   "parent/whole numbers given as values",
-			chart:  testChart("parent"),
-			values: "settings:\n  port: 9090\n  db:\n    pool: 20\n",
+			name:      "parent/whole numbers given as values",
+			chart:     testChart("parent"),
+			knownDiff: "an object's whole numbers are int64, as the API server gives them and the Helm operator keeps them; a values file's are float64",
+			values:    "settings:\n  port: 9090\n  db:\n    pool: 20\n",
 		},
 		// Offline, Helm's lookup returns an empty map for a list too; ours
 		// an empty List object, which is true in an if.
 		{
-			name:     "lookup/offline, a list's truth",
-			chart:    testChart("lookup"),
-			kindYAML: lookupKinds,
-			values:   "listTruth: true\n",
+			name:      "lookup/offline, a list's truth",
+			chart:     testChart("lookup"),
+			knownDiff: "offline, a list lookup is an empty List, whose .items templates written for the engine range over; Helm gives an empty map",
+			kindYAML:  lookupKinds,
+			values:    "listTruth: true\n",
 		},
 	}
 	for _, tc := range cases {
@@ -283,7 +290,15 @@ global:
 					t.Errorf("Helm rendered nothing from %s", f)
 				}
 			}
-			for _, d := range compare(helm, ours) {
+			diffs := compare(helm, ours)
+			if tc.knownDiff != "" {
+				if len(diffs) == 0 {
+					t.Errorf("the known difference (%s) is gone: make this case an equality", tc.knownDiff)
+				}
+				t.Logf("known difference, kept: %s: %v", tc.knownDiff, diffs)
+				return
+			}
+			for _, d := range diffs {
 				t.Error(d)
 			}
 		})

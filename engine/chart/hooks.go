@@ -134,7 +134,7 @@ func stageOf(ann map[string]string) (st stage, keep, deleteHook bool) {
 			return stage{}, false, false // Helm skips a manifest with an unknown hook
 		}
 	}
-	weight, _ := strconv.Atoi(strings.TrimSpace(ann[HookWeightAnnotation])) // Helm: 0 when unreadable
+	weight, _ := strconv.Atoi(ann[HookWeightAnnotation]) // Helm: 0 when unreadable
 	switch {
 	case isPre:
 		return stage{phase: pre, weight: weight}, true, deleteHook

@@ -95,7 +95,7 @@ func checkDependencies(c *helmchart.Chart) error {
 // names them, in the order Helm parses them: deepest paths first, so that
 // where a chart and a subchart define the same named template, the
 // chart's wins. The children are the templates that are neither partials
-// (`_*`) nor NOTES.txt, in path order, as Helm sorts its manifests.
+// (`_*`) nor NOTES.txt, in the same order: Helm executes them in it.
 func source(c *helmchart.Chart) render.Source {
 	var src render.Source
 	each(c, c.Name(), func(sub *helmchart.Chart, full string) {
@@ -115,7 +115,9 @@ func source(c *helmchart.Chart) render.Source {
 		}
 	})
 	slices.SortFunc(src.Files, func(a, b render.SourceFile) int { return helmParseOrder(a.Name, b.Name) })
-	slices.Sort(src.Children)
+	// Executed in Helm's order too: templates share .Values, and one may
+	// set what a later one reads.
+	slices.SortFunc(src.Children, helmParseOrder)
 	return src
 }
 

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -59,6 +60,9 @@ func (c *Chart) Dots(obj map[string]any, cl Cluster) (map[string]map[string]any,
 	caps, err := cl.capabilities()
 	if err != nil {
 		return nil, &render.Error{Message: "capabilities: " + err.Error()}
+	}
+	if kv := c.root.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, &render.Error{Template: File, Message: fmt.Sprintf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
 	}
 	tree := copyChart(c.root)
 	if err := chartutil.ProcessDependenciesWithMerge(tree, vals); err != nil {

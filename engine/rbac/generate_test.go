@@ -465,7 +465,7 @@ func TestInstallCRDs(t *testing.T) {
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "patch"},
 				ResourceNames: []string{"appservices.app.example.com", "ats.cnat.programming-kubernetes.info", "helloworlds.test.jiaozi.com",
-					"memcacheds.cache.example.com", "migratedapps.demo.tmplop.io", "mydaemonsets.apps.zhongmingmao.io"}},
+					"memcacheds.cache.example.com", "migratedapps.demo.tmplop.io", "mydaemonsets.apps.zhongmingmao.io", "webapps.charts.tmplop.io"}},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("with --install-crds: CRD rules\n%+v\nwant\n%+v", got, want)
