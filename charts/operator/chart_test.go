@@ -1,0 +1,279 @@
+package operator_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The release the chart is rendered as: deploy/'s names and namespace.
+const (
+	releaseName      = "operator"
+	releaseNamespace = "operator-system"
+	repoRoot         = "../.."
+)
+
+// What the chart's objects may differ in from deploy/'s, and only where
+// stripMeta strips them (metadata of every object, and the Deployment's
+// Pod template): Helm's conventions.
+var (
+	ignoredLabels = []string{
+		"helm.sh/chart",                // <chart>-<version>: which chart made the object
+		"app.kubernetes.io/managed-by", // "Helm", the release's manager
+		"app.kubernetes.io/instance",   // the release's name (on the Pods too, to tell releases apart)
+		"app.kubernetes.io/version",    // the chart's appVersion
+	}
+	ignoredAnnotations = []string{
+		// keep: the CRDs and the Namespace outlive `helm uninstall`, as they
+		// outlive `make undeploy` (deleting a CRD deletes its objects).
+		"helm.sh/resource-policy",
+	}
+)
+
+// objKey names an object as apply does.
+type objKey struct{ APIVersion, Kind, Namespace, Name string }
+
+func (k objKey) String() string {
+	return fmt.Sprintf("%s %s %s/%s", k.APIVersion, k.Kind, k.Namespace, k.Name)
+}
+
+func keyOf(u *unstructured.Unstructured) objKey {
+	return objKey{u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName()}
+}
+
+type objects map[objKey]*unstructured.Unstructured
+
+// TestChartEqualsDeploy: `helm install operator -n operator-system` renders
+// what `kubectl apply -k deploy`, `kubectl apply -f crds/` and `kubectl
+// apply -k deploy/examples` (make deploy) apply, object for object: equal
+// but for the ignored labels and annotations, so the kind folders'
+// ConfigMaps byte for byte.
+func TestChartEqualsDeploy(t *testing.T) {
+	want := deployObjects(t)
+	namespace := objKey{"v1", "Namespace", "", releaseNamespace}
+	tests := []struct {
+		name   string
+		values map[string]any
+		// notRendered: deploy/'s objects the chart leaves out with these
+		// values. The Namespace: Helm records a release in its namespace
+		// before it creates anything, so a chart cannot create the
+		// namespace it is installed in (values.yaml, README.md).
+		notRendered []objKey
+	}{
+		{name: "defaults", notRendered: []objKey{namespace}},
+		{name: "namespace.create", values: map[string]any{"namespace": map[string]any{"create": true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustRender(t, releaseName, tt.values)
+			for _, k := range sortedKeys(want) {
+				if slices.Contains(tt.notRendered, k) {
+					if _, ok := got[k]; ok {
+						t.Errorf("%s is rendered; want it left out", k)
+					}
+					continue
+				}
+				g, ok := got[k]
+				if !ok {
+					t.Errorf("%s: in deploy/, not rendered by the chart", k)
+					continue
+				}
+				for _, d := range diff("", stripMeta(t, g).Object, stripMeta(t, want[k]).Object) {
+					t.Errorf("%s: %s", k, d)
+				}
+			}
+			for _, k := range sortedKeys(got) {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: rendered by the chart, not in deploy/", k)
+				}
+			}
+		})
+	}
+}
+
+// TestValues renders non-default values and finds them where they belong.
+func TestValues(t *testing.T) {
+	dashboard, err := os.ReadFile("dashboards/operator.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		release string
+		values  string
+		check   func(t *testing.T, objs objects)
+	}{{
+		name: "replicas, image tag, extra args",
+		values: `
+replicas: 3
+image: {tag: v9.9.9, pullPolicy: Always}
+extraArgs: [--qps=50]
+leaderElection: {leaseDuration: 30s}`,
+		check: func(t *testing.T, objs objects) {
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")
+			wantField(t, d, int64(3), "spec", "replicas")
+			c := container(t, d)
+			wantValue(t, "image", c["image"], "operator:v9.9.9")
+			wantValue(t, "imagePullPolicy", c["imagePullPolicy"], "Always")
+			wantArgs(t, c, []string{"--qps=50", "--leader-elect", "--leader-elect-lease-duration=30s"}, nil)
+		},
+	}, {
+		name:   "image digest",
+		values: `image: {repository: registry.example.com/operator, tag: v1, digest: "sha256:` + strings.Repeat("ab", 32) + `"}`,
+		check: func(t *testing.T, objs objects) {
+			c := container(t, get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator"))
+			wantValue(t, "image", c["image"], "registry.example.com/operator@sha256:"+strings.Repeat("ab", 32))
+		},
+	}, {
+		name: "monitoring",
+		values: `
+metrics:
+  serviceMonitor: {enabled: true, labels: {release: prometheus}, interval: 30s}
+  prometheusRule: {enabled: true, labels: {release: prometheus}}
+  dashboard: {enabled: true, namespace: monitoring, annotations: {grafana_folder: Operators}}`,
+		check: func(t *testing.T, objs objects) {
+			sm := get(t, objs, "monitoring.coreos.com/v1", "ServiceMonitor", releaseNamespace, "operator")
+			wantField(t, sm, "prometheus", "metadata", "labels", "release")
+			wantField(t, sm, "operator", "spec", "selector", "matchLabels", "app.kubernetes.io/name")
+			eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			if len(eps) != 1 {
+				t.Fatalf("ServiceMonitor endpoints: %v", eps)
+			}
+			ep := eps[0].(map[string]any)
+			for k, v := range map[string]any{"port": "https", "scheme": "https", "path": "/metrics", "interval": "30s",
+				"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"} {
+				wantValue(t, "endpoint "+k, ep[k], v)
+			}
+			wantValue(t, "endpoint tlsConfig", ep["tlsConfig"], map[string]any{"insecureSkipVerify": true})
+
+			pr := get(t, objs, "monitoring.coreos.com/v1", "PrometheusRule", releaseNamespace, "operator")
+			wantField(t, pr, "prometheus", "metadata", "labels", "release")
+			var alerts []string
+			for _, r := range ruleExprs(t, pr) {
+				alerts = append(alerts, r.alert)
+			}
+			for _, a := range []string{"OperatorDown", "OperatorReconcileErrors", "OperatorWorkqueueDepthHigh", "OperatorObjectsFailing"} {
+				if !slices.Contains(alerts, a) {
+					t.Errorf("PrometheusRule: no alert %s in %v", a, alerts)
+				}
+			}
+
+			cm := get(t, objs, "v1", "ConfigMap", "monitoring", "operator-dashboard")
+			wantField(t, cm, "1", "metadata", "labels", "grafana_dashboard")
+			wantField(t, cm, "Operators", "metadata", "annotations", "grafana_folder")
+			wantField(t, cm, string(dashboard), "data", "operator.json")
+		},
+	}, {
+		name:   "no monitoring by default",
+		values: ``,
+		check: func(t *testing.T, objs objects) {
+			for k := range objs {
+				if k.Kind == "ServiceMonitor" || k.Kind == "PrometheusRule" || k.Name == "operator-dashboard" {
+					t.Errorf("%s rendered by default", k)
+				}
+			}
+		},
+	}, {
+		name:   "no CRDs",
+		values: `installCRDs: false`,
+		check: func(t *testing.T, objs objects) {
+			for k := range objs {
+				if k.Kind == "CustomResourceDefinition" {
+					t.Errorf("%s rendered with installCRDs false", k)
+				}
+			}
+		},
+	}, {
+		name: "plain metrics with a certificate secret",
+		values: `
+metrics: {secure: false, certSecret: metrics-tls, port: 8080, serviceMonitor: {enabled: true}}`,
+		check: func(t *testing.T, objs objects) {
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")
+			c := container(t, d)
+			wantArgs(t, c, []string{"--metrics-secure=false", "--metrics-bind-address=:8080", "--metrics-cert-dir=/etc/operator/metrics-certs"}, nil)
+			wantValue(t, "ports", c["ports"], []any{
+				map[string]any{"name": "http", "containerPort": int64(8080)},
+				map[string]any{"name": "health", "containerPort": int64(8081)},
+			})
+			wantField(t, d, "metrics-tls", "spec", "template", "spec", "volumes", "0", "secret", "secretName")
+			svc := get(t, objs, "v1", "Service", releaseNamespace, "operator-metrics")
+			wantField(t, svc, []any{map[string]any{"name": "http", "port": int64(8080), "targetPort": "http"}}, "spec", "ports")
+			sm := get(t, objs, "monitoring.coreos.com/v1", "ServiceMonitor", releaseNamespace, "operator")
+			wantField(t, sm, "http", "spec", "endpoints", "0", "scheme")
+			wantField(t, sm, nil, "spec", "endpoints", "0", "bearerTokenFile")
+		},
+	}, {
+		name:    "another release name",
+		release: "ops",
+		values:  `fieldManager: tmplop`,
+		check: func(t *testing.T, objs objects) {
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "ops-operator")
+			wantField(t, d, "ops-operator", "spec", "template", "spec", "serviceAccountName")
+			wantArgs(t, container(t, d), []string{"--default-service-account=ops-operator-kinds", "--field-manager=tmplop"}, nil)
+			get(t, objs, "v1", "ServiceAccount", releaseNamespace, "ops-operator-kinds")
+			get(t, objs, "v1", "ConfigMap", releaseNamespace, "tmplop-inventory")
+			get(t, objs, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "ops-operator-metrics-reader")
+			get(t, objs, "v1", "Service", releaseNamespace, "ops-operator-metrics")
+			role := get(t, objs, "rbac.authorization.k8s.io/v1", "Role", releaseNamespace, "ops-operator")
+			wantField(t, role, []any{"tmplop-inventory"}, "rules", "1", "resourceNames")
+			wantField(t, role, []any{"ops-operator-kinds"}, "rules", "2", "resourceNames")
+			crb := get(t, objs, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "ops-operator-kind-memcached")
+			wantField(t, crb, "ops-operator-kind-memcached", "roleRef", "name")
+			wantField(t, crb, "ops-operator-kinds", "subjects", "0", "name")
+			// The kind folders keep their names: the operator finds them by label.
+			get(t, objs, "v1", "ConfigMap", releaseNamespace, "memcached")
+		},
+	}, {
+		name:   "one replica without leader election",
+		values: `{replicas: 1, leaderElection: {enabled: false}}`,
+		check: func(t *testing.T, objs objects) {
+			c := container(t, get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator"))
+			wantArgs(t, c, nil, []string{"--leader-elect"})
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := tt.release
+			if release == "" {
+				release = releaseName
+			}
+			tt.check(t, mustRender(t, release, parseValues(t, tt.values)))
+		})
+	}
+}
+
+// TestValuesRefused: the schema refuses a value of the wrong type or an
+// unknown one, naming it; the templates refuse what cannot work.
+func TestValuesRefused(t *testing.T) {
+	tests := []struct {
+		name, values string
+		want         []string // in the error
+	}{
+		{"replicas not an integer", `replicas: three`, []string{"/replicas", "want integer"}},
+		{"tag not a string", `image: {tag: 5}`, []string{"/image/tag", "want string"}},
+		{"enabled not a boolean", `metrics: {serviceMonitor: {enabled: "yes"}}`, []string{"/metrics/serviceMonitor/enabled", "want boolean"}},
+		{"port out of range", `metrics: {port: 70000}`, []string{"/metrics/port"}},
+		{"unknown pull policy", `image: {pullPolicy: Sometimes}`, []string{"/image/pullPolicy"}},
+		{"misspelt value", `replica: 3`, []string{"'replica'"}},
+		{"bad digest", `image: {digest: latest}`, []string{"/image/digest"}},
+		{"replicas without a leader", `{replicas: 2, leaderElection: {enabled: false}}`, []string{"leaderElection.enabled"}},
+		{"no account to run as", `serviceAccount: {create: false}`, []string{"serviceAccount.name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(loadChart(t), releaseName, parseValues(t, tt.values))
+			if err == nil {
+				t.Fatalf("values %s rendered; want an error naming %q", tt.values, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
