@@ -86,12 +86,12 @@ func (k *Kind) Children(ctx context.Context, in render.Input, cl chart.Cluster) 
 		}
 		return &Rendered{Result: res, DependsOn: k.Spec.DependsOn}, nil
 	}
-	dots, err := k.Chart.Dots(in.Object, cl)
+	set, dots, err := k.Chart.Dots(in.Object, cl)
 	if err != nil {
 		return nil, err
 	}
 	in.Dots = dots
-	res, err := k.Templates.Children(ctx, in)
+	res, err := set.Children(ctx, in)
 	if err != nil {
 		return nil, err
 	}

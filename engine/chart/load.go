@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -30,6 +31,49 @@ type Chart struct {
 	// override is put over every object's values (watches.yaml's
 	// overrideValues).
 	override map[string]any
+	// paths are the full paths of the chart and of every subchart it can
+	// enable (Set's charts).
+	paths []string
+
+	// sets are the templates of the charts enabled for some object, when
+	// not all are, by the list of their paths: Helm parses only the
+	// enabled charts' templates, and a disabled one's define must not
+	// shadow an enabled one's.
+	mu   sync.Mutex
+	sets map[string]*render.Set
+}
+
+// maxSets bounds the sets of enabled charts kept: a chart has few
+// combinations of enabled subcharts in use; past the bound one more is
+// parsed for each render that needs it.
+const maxSets = 32
+
+// setFor is the template set of the charts enabled in tree (a processed
+// copy of the chart): Set when every chart is.
+func (c *Chart) setFor(tree *helmchart.Chart) (*render.Set, error) {
+	var enabled []string
+	each(tree, tree.Name(), func(_ *helmchart.Chart, full string) { enabled = append(enabled, full) })
+	slices.Sort(enabled)
+	if len(enabled) == len(c.paths) {
+		return c.Set, nil
+	}
+	key := strings.Join(enabled, "\n")
+	c.mu.Lock()
+	set, ok := c.sets[key]
+	c.mu.Unlock()
+	if ok {
+		return set, nil
+	}
+	set, err := render.ParseSource(source(c.root, func(p string) bool { _, found := slices.BinarySearch(enabled, p); return found }))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.sets) < maxSets {
+		c.sets[key] = set
+	}
+	c.mu.Unlock()
+	return set, nil
 }
 
 // Name and Version are the chart's, from Chart.yaml.
@@ -57,11 +101,13 @@ func Load(files layout.Files, skip []string, override map[string]any) (*Chart, e
 	if err := checkDependencies(root); err != nil {
 		return nil, err
 	}
-	set, err := render.ParseSource(source(root))
+	set, err := render.ParseSource(source(root, nil))
 	if err != nil {
 		return nil, err
 	}
-	return &Chart{root: root, Set: set, override: override}, nil
+	c := &Chart{root: root, Set: set, override: override, sets: map[string]*render.Set{}}
+	each(root, root.Name(), func(_ *helmchart.Chart, full string) { c.paths = append(c.paths, full) })
+	return c, nil
 }
 
 // checkDependencies refuses a chart whose Chart.yaml names a dependency
@@ -96,9 +142,12 @@ func checkDependencies(c *helmchart.Chart) error {
 // where a chart and a subchart define the same named template, the
 // chart's wins. The children are the templates that are neither partials
 // (`_*`) nor NOTES.txt, in the same order: Helm executes them in it.
-func source(c *helmchart.Chart) render.Source {
+func source(c *helmchart.Chart, enabled func(chartPath string) bool) render.Source {
 	var src render.Source
 	each(c, c.Name(), func(sub *helmchart.Chart, full string) {
+		if enabled != nil && !enabled(full) {
+			return
+		}
 		for _, t := range sub.Templates {
 			if t == nil {
 				continue

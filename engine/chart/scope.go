@@ -21,6 +21,17 @@ type Cluster struct {
 	APIVersions []string
 }
 
+// Offline is what helm template gives templates without a cluster: Helm's
+// default Kubernetes version unless kubeVersion is set, and Helm's
+// default API versions with apiVersions added (its --api-versions).
+func Offline(kubeVersion string, apiVersions []string) Cluster {
+	cl := Cluster{KubeVersion: kubeVersion}
+	if len(apiVersions) > 0 {
+		cl.APIVersions = append(slices.Clone([]string(chartutil.DefaultVersionSet)), apiVersions...)
+	}
+	return cl
+}
+
 // capabilities is cl as Helm's templates read it.
 func (cl Cluster) capabilities() (*chartutil.Capabilities, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
@@ -39,7 +50,8 @@ func (cl Cluster) capabilities() (*chartutil.Capabilities, error) {
 	return caps, nil
 }
 
-// Dots builds, for one object, the dot of each template Helm would render:
+// Dots builds, for one object, the templates of the charts its values
+// enable, and the dot of each template Helm would render:
 // the object's values over the chart's (overrideValues over both),
 // dependencies enabled by their conditions and tags, each template seeing
 // its chart's .Values, .Chart and .Files, and .Template. Templates of a
@@ -52,29 +64,33 @@ func (cl Cluster) capabilities() (*chartutil.Capabilities, error) {
 //
 // The values failing values.schema.json, or a dependency that cannot be
 // processed, is a *render.Error: the same spec fails the same way.
-func (c *Chart) Dots(obj map[string]any, cl Cluster) (map[string]map[string]any, error) {
+func (c *Chart) Dots(obj map[string]any, cl Cluster) (*render.Set, map[string]map[string]any, error) {
 	vals, err := c.values(obj)
 	if err != nil {
-		return nil, &render.Error{Template: "values.yaml", Message: err.Error()}
+		return nil, nil, &render.Error{Template: "values.yaml", Message: err.Error()}
 	}
 	caps, err := cl.capabilities()
 	if err != nil {
-		return nil, &render.Error{Message: "capabilities: " + err.Error()}
+		return nil, nil, &render.Error{Message: "capabilities: " + err.Error()}
 	}
 	if kv := c.root.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-		return nil, &render.Error{Template: File, Message: fmt.Sprintf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
+		return nil, nil, &render.Error{Template: File, Message: fmt.Sprintf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())}
 	}
 	tree := copyChart(c.root)
 	if err := chartutil.ProcessDependenciesWithMerge(tree, vals); err != nil {
-		return nil, &render.Error{Template: File, Message: "dependencies: " + err.Error()}
+		return nil, nil, &render.Error{Template: File, Message: "dependencies: " + err.Error()}
 	}
 	top, err := chartutil.ToRenderValues(tree, vals, release(obj), caps)
 	if err != nil {
-		return nil, &render.Error{Template: "values.schema.json", Message: err.Error()}
+		return nil, nil, &render.Error{Template: "values.schema.json", Message: err.Error()}
+	}
+	set, err := c.setFor(tree)
+	if err != nil {
+		return nil, nil, err
 	}
 	dots := map[string]map[string]any{}
 	scopes(tree, top, dots)
-	return dots, nil
+	return set, dots, nil
 }
 
 // values is the object's spec with overrideValues put over it; a null in

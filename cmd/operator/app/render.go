@@ -38,7 +38,7 @@ type renderFlags struct {
 // cluster is what a chart's templates see as .Capabilities offline, as
 // helm template's --kube-version and --api-versions give it.
 func (f *renderFlags) cluster() chart.Cluster {
-	return chart.Cluster{KubeVersion: f.kubeVersion, APIVersions: f.apiVersions}
+	return chart.Offline(f.kubeVersion, f.apiVersions)
 }
 
 // placeholderUID stands in for the UID of a custom resource read from a file
@@ -64,7 +64,7 @@ to read; without it, status.yaml sees the rendered children. Lookups read nothin
 	fl.StringVar(&f.children, "children", "", "live children for status.yaml (YAML)")
 	fl.StringVar(&f.fieldManager, "field-manager", "operator", "as for run: the children's managed-by label")
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "charts: the Kubernetes version .Capabilities reports (default: Helm's)")
-	fl.StringSliceVarP(&f.apiVersions, "api-versions", "a", nil, "charts: API versions .Capabilities reports, as group/version or group/version/Kind (default: Helm's)")
+	fl.StringSliceVarP(&f.apiVersions, "api-versions", "a", nil, "charts: API versions .Capabilities reports besides Helm's defaults, as group/version or group/version/Kind")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
