@@ -73,6 +73,9 @@ func chartFiles(files layout.Files) (layout.Files, error) {
 type Rendered struct {
 	*render.Result
 	DependsOn map[string][]string
+	// DeleteHooks are a chart's pre-delete hooks: applied when the object
+	// is deleted, before its children go (reconcile's finalize).
+	DeleteHooks []render.Manifest
 }
 
 // Children renders the children of in.Object: a folder's templates, or a
@@ -97,7 +100,7 @@ func (k *Kind) Children(ctx context.Context, in render.Input, cl chart.Cluster) 
 	}
 	o := chart.Order(res.Manifests)
 	res.Manifests = o.Manifests
-	return &Rendered{Result: res, DependsOn: o.DependsOn}, nil
+	return &Rendered{Result: res, DependsOn: o.DependsOn, DeleteHooks: o.DeleteHooks}, nil
 }
 
 // Status renders the status of in.Object over its children: status.yaml,
@@ -112,6 +115,13 @@ func (k *Kind) Status(ctx context.Context, in render.Input) (*render.Result, err
 		status = map[string]any{}
 	}
 	status["chart"] = map[string]any{"name": k.Chart.Name(), "version": k.Chart.Version()}
+	// The hooks that ran and were deleted (hook-succeeded) stay recorded
+	// from one status write to the next (engine/reconcile adds to them).
+	if st, ok := in.Object["status"].(map[string]any); ok {
+		if hooks, ok := st["hooks"].(map[string]any); ok && len(hooks) > 0 {
+			status["hooks"] = maps.Clone(hooks)
+		}
+	}
 	res.Status = status
 	return res, nil
 }

@@ -143,3 +143,46 @@ func stageOf(ann map[string]string) (st stage, keep, deleteHook bool) {
 	}
 	return stage{}, false, deleteHook
 }
+
+// Helm's hook delete policies that have a meaning for the engine.
+const (
+	// PolicyBeforeHookCreation (Helm's default for a hook without a
+	// policy): a hook whose rendered content changed is deleted and
+	// created anew, not patched, as Helm runs it again; a Job, whose Pod
+	// template cannot change, runs again.
+	PolicyBeforeHookCreation = "before-hook-creation"
+	// PolicyHookSucceeded: a hook is deleted once it is Current (a Job
+	// complete). The parent's status records that it ran (status.hooks),
+	// so that it is not created again until its content changes.
+	PolicyHookSucceeded = "hook-succeeded"
+)
+
+// policies are the hook-delete-policy values of a child with these
+// annotations; nil when it is no hook.
+func policies(ann map[string]string) []string {
+	if _, hook := ann[HookAnnotation]; !hook {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(ann[HookDeleteAnnotation], ",") {
+		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return []string{PolicyBeforeHookCreation}
+	}
+	return out
+}
+
+// RecreateOnChange reports whether a child with these annotations is a
+// hook to delete and create anew when its content changes.
+func RecreateOnChange(ann map[string]string) bool {
+	return slices.Contains(policies(ann), PolicyBeforeHookCreation)
+}
+
+// DeleteOnSuccess reports whether a child with these annotations is a
+// hook to delete once it is Current.
+func DeleteOnSuccess(ann map[string]string) bool {
+	return slices.Contains(policies(ann), PolicyHookSucceeded)
+}

@@ -124,6 +124,14 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 	}
 	status.Properties["observedGeneration"] = observedGenerationSchema()
 	status.Properties["conditions"] = conditionsSchema()
+	if k.Chart != nil {
+		for name, s := range chartStatusSchema() {
+			if _, ok := status.Properties[name]; ok {
+				return nil, fmt.Errorf("status.%s: written by the engine on a chart kind, and always in the generated CRD: remove it from kind.yaml", name)
+			}
+			status.Properties[name] = s
+		}
+	}
 
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type: "object",
@@ -339,3 +347,18 @@ func conditionsSchema() apiextensionsv1.JSONSchemaProps {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// chartStatusSchema is what the engine writes besides the conditions in
+// the status of a chart kind (docs/helm.md): the chart's name and version,
+// and the hook-succeeded hooks that ran, by Kind/name, with the hash of
+// what ran.
+func chartStatusSchema() map[string]apiextensionsv1.JSONSchemaProps {
+	return map[string]apiextensionsv1.JSONSchemaProps{
+		"chart": {Type: "object", Description: "The Helm chart that renders the object's children.", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name":    {Type: "string"},
+			"version": {Type: "string"},
+		}},
+		"hooks": {Type: "object", Description: "Hooks with hook-delete-policy hook-succeeded that ran and were deleted: Kind/name -> hash of what ran.",
+			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+	}
+}

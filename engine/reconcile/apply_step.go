@@ -33,6 +33,10 @@ type appliedChildren struct {
 	// gone is set when the parent or its namespace is going away: nothing
 	// to report.
 	gone bool
+	// recreated is set when a hook was deleted to be created anew: the
+	// reconcile its deletion wakes must apply it, not find it remembered
+	// as absent.
+	recreated bool
 }
 
 // applyChildren applies the claimed children in order (CRDs and
@@ -58,6 +62,18 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 		}
 		live := d.Live
 		if !st.waiting && !t.skip[i] {
+			recreated, err := r.recreate(ctx, t.plan.Children[i], d)
+			if err != nil {
+				return nil, fmt.Errorf("%s: recreate %s: %w", t.plan.Children[i].Template, d.Key, err)
+			}
+			if recreated {
+				// Created anew by the reconcile its deletion wakes; what
+				// depends on it waits for it meanwhile.
+				st.waiting, a.recreated = true, true
+				a.waits = append(a.waits, wait{template: st.template, dep: st.template,
+					on: st.label + ": deleted, to be created anew (hook-delete-policy before-hook-creation)"})
+				continue
+			}
 			out, err := r.Applier.Apply(ctx, r.Client, d)
 			if err != nil {
 				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {

@@ -18,27 +18,34 @@ import (
 const (
 	// Finalizer holds a parent that has children outside its namespace
 	// until those are deleted: garbage collection cannot, as they carry no
-	// owner reference. Only such parents get it.
+	// owner reference; and a chart's parent with pre-delete hooks until
+	// they ran. Only such parents get it.
 	Finalizer = "operator.tmplop.io/children"
 	// AnnotationPruneHeld records on the parent that the deletion guard is
 	// holding a prune back: "<fingerprint> <RFC 3339 time it began>". It
 	// lives on the object, not in the operator's memory, so that a restart
 	// neither forgets a hold nor restarts its clock.
 	AnnotationPruneHeld = "operator.tmplop.io/prune-held"
+	// AnnotationDeleteHooksRan records on a parent being deleted that its
+	// pre-delete hooks ran: the children, the hooks among them, are deleted
+	// next, and a hook gone must not be taken for one not run yet.
+	AnnotationDeleteHooksRan = "operator.tmplop.io/delete-hooks-ran"
 )
 
 // parentMeta is everything the operator writes to a parent's metadata.
 // Server-side apply makes the fields we stop sending disappear, so each
 // write carries all of it.
 type parentMeta struct {
-	finalizer bool
-	pruneHeld string
+	finalizer      bool
+	pruneHeld      string
+	deleteHooksRan bool
 }
 
 func currentMeta(obj *unstructured.Unstructured) parentMeta {
 	return parentMeta{
-		finalizer: slices.Contains(obj.GetFinalizers(), Finalizer),
-		pruneHeld: obj.GetAnnotations()[AnnotationPruneHeld],
+		finalizer:      slices.Contains(obj.GetFinalizers(), Finalizer),
+		pruneHeld:      obj.GetAnnotations()[AnnotationPruneHeld],
+		deleteHooksRan: obj.GetAnnotations()[AnnotationDeleteHooksRan] == "true",
 	}
 }
 
@@ -57,8 +64,15 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	if want.finalizer {
 		md["finalizers"] = []any{Finalizer}
 	}
+	ann := map[string]any{}
 	if want.pruneHeld != "" {
-		md["annotations"] = map[string]any{AnnotationPruneHeld: want.pruneHeld}
+		ann[AnnotationPruneHeld] = want.pruneHeld
+	}
+	if want.deleteHooksRan {
+		ann[AnnotationDeleteHooksRan] = "true"
+	}
+	if len(ann) > 0 {
+		md["annotations"] = ann
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(), "metadata": md}}
 	live, err := r.Client.Apply(ctx, patch)
@@ -81,6 +95,15 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	if !slices.Contains(obj.GetFinalizers(), Finalizer) {
 		return Result{}, nil
+	}
+	if m := currentMeta(obj); r.Kind.Chart != nil && !m.deleteHooksRan {
+		if wait, err := r.runDeleteHooks(ctx, obj); err != nil || wait {
+			return Result{RequeueAfter: deleteHookRetry}, err
+		}
+		m.deleteHooksRan = true
+		if err := r.writeParentMeta(ctx, obj, m); err != nil {
+			return Result{}, fmt.Errorf("finalize: record the pre-delete hooks: %w", err)
+		}
 	}
 	gks, err := r.Inventory.ChildKinds(ctx, r.Kind.GVK.GroupKind())
 	if err != nil {

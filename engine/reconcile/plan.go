@@ -36,7 +36,11 @@ type Plan struct {
 	// DependsOn is the order the children apply in: the children of a
 	// template wait for those of the templates it names
 	// (catalog.Rendered).
-	DependsOn    map[string][]string
+	DependsOn map[string][]string
+	// DeleteHooks are children applied only when the object is deleted,
+	// before the others go (a chart's pre-delete hooks): the parent holds
+	// the finalizer while there are any.
+	DeleteHooks  []Child
 	RequeueAfter time.Duration
 	// EmptyLists and Nondeterministic are the render's (render.Result).
 	EmptyLists       []string
@@ -97,6 +101,9 @@ func (p *Plan) servedByCRD(child *unstructured.Unstructured, err error) (apply.K
 
 // NeedsFinalizer reports whether any child needs the parent's finalizer.
 func (p *Plan) NeedsFinalizer() bool {
+	if len(p.DeleteHooks) > 0 {
+		return true
+	}
 	for _, c := range p.Children {
 		if c.NeedsFinalizer {
 			return true
@@ -146,6 +153,24 @@ func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruc
 		return nil, &PlanError{Err: &render.Error{Template: p.Manifest.Template, Message: msg}}
 	}
 	plan.Children = children
+	if kind.Chart != nil {
+		plan.Children = withoutDoneHooks(obj, plan.Children)
+	}
+	if len(res.DeleteHooks) > 0 {
+		hooks, problems, err := plan.adopt(kind, obj, res.DeleteHooks, scope, pol)
+		if err != nil {
+			return nil, err
+		}
+		if len(problems) > 0 {
+			p := problems[0]
+			msg := "a pre-delete hook is also a child"
+			if p.Err != nil {
+				msg = p.Err.Error()
+			}
+			return nil, &PlanError{Err: &render.Error{Template: p.Manifest.Template, Message: msg}}
+		}
+		plan.DeleteHooks = hooks
+	}
 	return plan, nil
 }
 

@@ -95,15 +95,24 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 		conds = append(conds, *pruned.held)
 	}
 	conds = append(conds, st.readyConds...)
+	if r.Kind.Chart != nil {
+		if recs := succeededHooks(obj, t.plan.Children, applied.states); recs != nil {
+			st.rendered[statusHooks] = recs
+		}
+	}
 	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry
 	}
 	plan, sres := t.plan, st.result
 	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
-		len(sres.Nondeterministic) == 0 && t.unstableMsg == "" && pruned.held == nil && len(applied.created) == 0 && applied.unserved == 0 {
+		len(sres.Nondeterministic) == 0 && t.unstableMsg == "" && pruned.held == nil && len(applied.created) == 0 && applied.unserved == 0 && !applied.recreated {
 		r.remember(obj, t.desired, applied.lives, applied.states, plan.DependsOn)
 	}
-	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), applied.unserved)}, nil
+	again := applied.unserved
+	if applied.recreated {
+		again = Soonest(again, recreateRetry) // should its deletion's event have come already
+	}
+	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), again)}, nil
 }
 
 // statusOnly renders and writes the status of obj when only its children's
@@ -132,6 +141,9 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 	waits, still := regate(states, e.dependsOn)
 	if !still {
 		return false, nil // a dependency became Current: apply what waited
+	}
+	if r.Kind.Chart != nil && unrecordedSuccess(obj, lives, states) {
+		return false, nil // a hook-succeeded hook completed: record it, then prune it
 	}
 	now := r.now()
 	lookup, err := r.Lookups.For(ctx, obj)

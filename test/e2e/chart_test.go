@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/test/cluster"
 )
 
@@ -200,4 +204,185 @@ func helmInstall(t *testing.T, dir, name, ns string, values map[string]any) []*u
 		out = append(out, u)
 	}
 	return out
+}
+
+var cleanupGVR = cluster.GVR("e2e.tmplop.io", "v1", "cleanups")
+
+// TestChartPreDeleteHook: a chart's pre-delete hook is not applied while
+// the object lives; the object holds the finalizer; when it is deleted the
+// hook Job runs and completes before the object goes, and then the
+// children go with it.
+func TestChartPreDeleteHook(t *testing.T) {
+	k, err := catalog.LoadKind("testdata/templates/cleanup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Start(k); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Stop(k.GVK.GroupKind()) })
+	ns := env.Namespace(t)
+	jobs := observe(t, jobGVR, ns, "c-cleanup")
+	env.Create(t, cleanupGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Cleanup\nmetadata:\n  name: c\nspec:\n  message: bye\n")
+	o := env.WaitReconciled(t, cleanupGVR, ns, "c")
+	if !slices.Contains(o.GetFinalizers(), reconcile.Finalizer) {
+		t.Fatalf("finalizers %v: a parent with pre-delete hooks holds %s", o.GetFinalizers(), reconcile.Finalizer)
+	}
+	if !env.Exists(t, configMapGVR, ns, "c-data") {
+		t.Fatal("the chart's ConfigMap is missing")
+	}
+	if env.Exists(t, jobGVR, ns, "c-cleanup") {
+		t.Fatal("the pre-delete hook ran while the object lives")
+	}
+	env.Delete(t, cleanupGVR, ns, "c")
+	completed := until(t, jobs, 90*time.Second, "the pre-delete Job completed", func(j *unstructured.Unstructured) bool {
+		done, _, _ := unstructured.NestedString(j.Object, "status", "completionTime")
+		if done == "" && !env.Exists(t, configMapGVR, ns, "c-data") {
+			t.Errorf("the children went before the pre-delete hook completed")
+		}
+		return done != ""
+	})
+	env.WaitGone(t, cleanupGVR, ns, "c", 60*time.Second)
+	t.Logf("pre-delete Job completed at %s, then the object went", completed.Object["status"].(map[string]any)["completionTime"])
+	cluster.Eventually(t, 60*time.Second, "the children gone with the object", func(ctx context.Context) (bool, error) {
+		return !env.Exists(t, configMapGVR, ns, "c-data") && !env.Exists(t, jobGVR, ns, "c-cleanup"), nil
+	})
+}
+
+var certGVR = cluster.GVR("e2e.tmplop.io", "v1", "certs")
+
+// TestChartLookupOrGenerate: a chart that generates a certificate unless
+// lookup finds the Secret it wrote converges and then stays still: the
+// certificate is generated once, and neither the Secret nor the object is
+// written again.
+func TestChartLookupOrGenerate(t *testing.T) {
+	k, err := catalog.LoadKind("testdata/templates/cert")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Start(k); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Stop(k.GVK.GroupKind()) })
+	ns := env.Namespace(t)
+	env.Create(t, certGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Cert\nmetadata:\n  name: api\nspec: {}\n")
+	env.WaitReconciled(t, certGVR, ns, "api")
+	secretGVR := cluster.GVR("", "v1", "secrets")
+	var first *unstructured.Unstructured
+	cluster.Eventually(t, 30*time.Second, "the Secret", func(ctx context.Context) (bool, error) {
+		s, err := env.Get(ctx, secretGVR, ns, "api-tls")
+		first = s
+		return err == nil, nil
+	})
+	time.Sleep(5 * time.Second) // what a loop would write, it writes by now
+	secret, err := env.Get(t.Context(), secretGVR, ns, "api-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := env.Get(t.Context(), certGVR, ns, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, _, _ := unstructured.NestedString(secret.Object, "data", "tls.crt")
+	firstCrt, _, _ := unstructured.NestedString(first.Object, "data", "tls.crt")
+	if crt == "" || crt != firstCrt {
+		t.Errorf("the certificate changed after it was generated")
+	}
+	time.Sleep(10 * time.Second)
+	secret2, err := env.Get(t.Context(), secretGVR, ns, "api-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj2, err := env.Get(t.Context(), certGVR, ns, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secret2.GetResourceVersion() != secret.GetResourceVersion() || obj2.GetResourceVersion() != obj.GetResourceVersion() {
+		t.Errorf("written at rest: Secret %s -> %s, Cert %s -> %s", secret.GetResourceVersion(), secret2.GetResourceVersion(),
+			obj.GetResourceVersion(), obj2.GetResourceVersion())
+	}
+	if c := cluster.Condition(obj2, "Ready"); c.Status != "True" {
+		t.Errorf("Ready %+v", c)
+	}
+}
+
+var hookedGVR = cluster.GVR("e2e.tmplop.io", "v1", "hookeds")
+
+// TestChartHookDeletePolicies: a hook-succeeded hook runs, is recorded in
+// status.hooks and deleted, and is not created again at rest; a hook with
+// no policy (Helm's before-hook-creation) keeps its name and is deleted and
+// created anew when it changes, and both run again before the chart's
+// resources move to a new version.
+func TestChartHookDeletePolicies(t *testing.T) {
+	k, err := catalog.LoadKind("testdata/templates/hooked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Start(k); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Stop(k.GVK.GroupKind()) })
+	ns := env.Namespace(t)
+	inits := observe(t, jobGVR, ns, "h-init")
+	env.Create(t, hookedGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Hooked\nmetadata:\n  name: h\nspec:\n  version: \"1\"\n")
+
+	ranOnce := func(version string) {
+		t.Helper()
+		until(t, inits, 90*time.Second, "the init Job of version "+version+" completed", func(j *unstructured.Unstructured) bool {
+			done, _, _ := unstructured.NestedString(j.Object, "status", "completionTime")
+			return done != "" && strings.Contains(fmt.Sprint(j.Object["spec"]), "init "+version)
+		})
+		var o *unstructured.Unstructured
+		defer func() {
+			if t.Failed() && o != nil {
+				t.Logf("the Hooked object: %v", o.Object["status"])
+			}
+		}()
+		cluster.Eventually(t, 60*time.Second, "version "+version+" Ready, the init Job recorded and gone", func(ctx context.Context) (bool, error) {
+			got, err := env.Get(ctx, hookedGVR, ns, "h")
+			if err != nil {
+				return false, err
+			}
+			o = got
+			recs, _, _ := unstructured.NestedStringMap(o.Object, "status", "hooks")
+			cm, err := env.Get(ctx, configMapGVR, ns, "h-app")
+			if err != nil {
+				return false, nil
+			}
+			v, _, _ := unstructured.NestedString(cm.Object, "data", "version")
+			return cluster.Condition(o, "Ready").Status == "True" && recs["Job/h-init"] != "" && v == version &&
+				!env.Exists(t, jobGVR, ns, "h-init"), nil
+		})
+	}
+	ranOnce("1")
+	migrate, err := env.Get(t.Context(), jobGVR, ns, "h-migrate")
+	if err != nil {
+		t.Fatalf("the migrate Job (no policy) is kept: %v", err)
+	}
+	// At rest: the init Job is not created again, nothing is written.
+	before, err := env.Get(t.Context(), hookedGVR, ns, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(8 * time.Second)
+	after, err := env.Get(t.Context(), hookedGVR, ns, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Exists(t, jobGVR, ns, "h-init") || after.GetResourceVersion() != before.GetResourceVersion() {
+		t.Fatalf("at rest: the init Job came back or the object was written (%s -> %s)", before.GetResourceVersion(), after.GetResourceVersion())
+	}
+
+	env.Patch(t, hookedGVR, ns, "h", `{"spec":{"version":"2"}}`)
+	ranOnce("2")
+	again, err := env.Get(t.Context(), jobGVR, ns, "h-migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetUID() == migrate.GetUID() {
+		t.Errorf("the migrate Job of version 2 is the same object as version 1's: not created anew")
+	}
+	if done, _, _ := unstructured.NestedString(again.Object, "status", "completionTime"); done == "" || !strings.Contains(fmt.Sprint(again.Object["spec"]), "migrate to 2") {
+		t.Errorf("the migrate Job of version 2: %v", again.Object["status"])
+	}
 }
