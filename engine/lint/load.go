@@ -41,6 +41,11 @@ type folder struct {
 
 // at is a finding about a file of the folder.
 func (f *folder) at(file string, line int, code, format string, args ...any) Finding {
+	if f.kind != nil && f.kind.Chart != nil {
+		// A chart's templates are named as Helm names them, from the
+		// chart's name (web/templates/x.yaml): the file is in the folder.
+		file = strings.TrimPrefix(file, f.kind.Chart.Name()+"/")
+	}
 	return Finding{File: path(f.dir, file), Line: line, Severity: severityOf[code], Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
