@@ -1,6 +1,7 @@
 package cached
 
 import (
+	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,4 +80,27 @@ func (l *List) DeepCopyObject() runtime.Object {
 		out.Items[i] = *l.Items[i].DeepCopyObject().(*Object)
 	}
 	return out
+}
+
+// Condition returns the status of the object's condition typ ("" when it
+// has none), decoding only status.conditions: what a scrape that counts
+// Ready objects reads of every cached object.
+func (c *Object) Condition(typ string) string {
+	var o struct {
+		Status struct {
+			Conditions []struct {
+				Type   string `json:"type"`
+				Status string `json:"status"`
+			} `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(c.raw, &o); err != nil {
+		return ""
+	}
+	for _, cond := range o.Status.Conditions {
+		if cond.Type == typ {
+			return cond.Status
+		}
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/apply"
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/inventory"
@@ -287,6 +288,31 @@ func (m *Manager) Stats(gk schema.GroupKind) *reconcile.Stats {
 		return kc.stats
 	}
 	return nil
+}
+
+// Objects counts the objects of kind gk in its watch's cache by the status
+// of their Ready condition (metrics.ObjectCounter); nil when the kind is
+// not served or not watched yet.
+func (m *Manager) Objects(gk schema.GroupKind) map[string]int {
+	m.mu.Lock()
+	kc := m.kinds[gk]
+	m.mu.Unlock()
+	if kc == nil {
+		return nil
+	}
+	kc.mu.Lock()
+	h := kc.watch
+	kc.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, o := range h.informer().GetStore().List() {
+		if c, ok := o.(*cached.Object); ok {
+			out[c.Condition("Ready")]++
+		}
+	}
+	return out
 }
 
 // Wait stops every kind, letting in-flight reconciles finish, and returns

@@ -20,6 +20,13 @@ type Source interface {
 	Stats(gk schema.GroupKind) *reconcile.Stats
 }
 
+// ObjectCounter is a Source that can also count each served kind's objects
+// by their Ready condition ("True", "False", "Unknown"; "" for none yet),
+// from its watch's cache: operator_objects.
+type ObjectCounter interface {
+	Objects(gk schema.GroupKind) map[string]int
+}
+
 // The values of the result label of operator_reconcile_total.
 const (
 	// ResultSuccess: reconciled, with no requeue asked.
@@ -153,7 +160,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc} {
+	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc, objectsDesc} {
 		ch <- d
 	}
 }
@@ -179,8 +186,23 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(childAppliesDesc, s.ChildSkips.Load(), k, ApplySkipped)
 		counter(prunesDesc, s.Pruned.Load(), k)
 		counter(statusWritesDesc, s.StatusWrites.Load(), k)
+		if oc, ok := c.src.(ObjectCounter); ok {
+			for ready, n := range oc.Objects(gk) {
+				if ready == "" {
+					ready = "None"
+				}
+				ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(n), k, ready)
+			}
+		}
 	}
 }
+
+// objectsDesc counts a kind's objects by their Ready condition, read from
+// the watch's cache at scrape time: what a dashboard of Ready objects per
+// kind needs, with no state of its own to drift.
+var objectsDesc = prometheus.NewDesc("operator_objects",
+	"Objects of each served kind, by the status of their Ready condition (True, False, Unknown, or None before the first reconcile).",
+	[]string{"kind", "ready"}, nil)
 
 // The process's metrics: client-go and reconcile take one of each.
 var (

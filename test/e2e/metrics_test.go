@@ -102,6 +102,8 @@ func TestMetrics(t *testing.T) {
 		{"operator_render_duration_seconds", with("phase", "children")},
 		{"operator_child_applies_total", with("result", "written")},
 		{"operator_status_writes_total", kind},
+		{"operator_objects", kind},
+		{"operator_objects", with("ready", "True")}, // counted, once its Pod runs
 		{"workqueue_adds_total", map[string]string{"name": memcachedGK.String()}},
 		{"workqueue_work_duration_seconds", map[string]string{"name": memcachedGK.String()}},
 		{"rest_client_requests_total", map[string]string{"code": "200"}},
