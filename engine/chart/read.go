@@ -35,68 +35,40 @@ func Read(fsys fs.FS) (layout.Files, error) {
 	}
 	rules.AddDefaults()
 	files := layout.Files{}
-	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if name == "." {
-			return nil
-		}
-		info, err := fs.Stat(fsys, name) // follows a symlink, as LoadDir does
-		if err != nil {
-			return err
-		}
-		if rules.Ignore(name, info) {
-			if info.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if info.IsDir() {
-			if d.Type()&fs.ModeSymlink != 0 {
-				return readLinkedDir(fsys, name, files, rules)
-			}
-			return nil
-		}
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", name, err)
-		}
-		files[name] = data
-		return nil
-	})
-	if err != nil {
+	if err := readTree(fsys, "", files, rules); err != nil {
 		return nil, fmt.Errorf("read chart: %w", err)
 	}
 	return files, nil
 }
 
-// readLinkedDir reads a sub-folder reached through a symlink (WalkDir does
-// not enter them).
-func readLinkedDir(fsys fs.FS, dir string, files layout.Files, rules *ignore.Rules) error {
-	sub, err := fs.Sub(fsys, dir)
-	if err != nil {
-		return err
-	}
-	return fs.WalkDir(sub, ".", func(name string, d fs.DirEntry, err error) error {
+// readTree reads the files of fsys into files, named under prefix (the
+// path of fsys in the chart). WalkDir does not enter a symlink to a
+// folder: readTree does, through the folder's own fs.Sub.
+func readTree(fsys fs.FS, prefix string, files layout.Files, rules *ignore.Rules) error {
+	return fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || name == "." {
 			return err
 		}
-		full := path.Join(dir, name)
-		info, err := fs.Stat(sub, name)
+		full := path.Join(prefix, name)
+		info, err := fs.Stat(fsys, name) // follows a symlink, as LoadDir does
 		if err != nil {
 			return err
 		}
-		if rules.Ignore(full, info) {
-			if info.IsDir() {
-				return fs.SkipDir
+		switch {
+		case rules.Ignore(full, info) && info.IsDir():
+			return fs.SkipDir
+		case rules.Ignore(full, info):
+			return nil
+		case info.IsDir() && d.Type()&fs.ModeSymlink != 0:
+			sub, err := fs.Sub(fsys, name)
+			if err != nil {
+				return err
 			}
+			return readTree(sub, full, files, rules)
+		case info.IsDir():
 			return nil
 		}
-		if info.IsDir() {
-			return nil
-		}
-		data, err := fs.ReadFile(sub, name)
+		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", full, err)
 		}

@@ -125,11 +125,8 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 	status.Properties["observedGeneration"] = observedGenerationSchema()
 	status.Properties["conditions"] = conditionsSchema()
 	if k.Chart != nil {
-		for name, s := range chartStatusSchema() {
-			if _, ok := status.Properties[name]; ok {
-				return nil, fmt.Errorf("status.%s: written by the engine on a chart kind, and always in the generated CRD: remove it from kind.yaml", name)
-			}
-			status.Properties[name] = s
+		if err := addChartStatus(status); err != nil {
+			return nil, err
 		}
 	}
 
@@ -347,6 +344,18 @@ func conditionsSchema() apiextensionsv1.JSONSchemaProps {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// addChartStatus declares in status what the engine writes on a chart
+// kind, refusing a kind.yaml that declares it too.
+func addChartStatus(status *apiextensionsv1.JSONSchemaProps) error {
+	for name, s := range chartStatusSchema() {
+		if _, ok := status.Properties[name]; ok {
+			return fmt.Errorf("status.%s: written by the engine on a chart kind, and always in the generated CRD: remove it from kind.yaml", name)
+		}
+		status.Properties[name] = s
+	}
+	return nil
+}
 
 // chartStatusSchema is what the engine writes besides the conditions in
 // the status of a chart kind (docs/helm.md): the chart's name and version,

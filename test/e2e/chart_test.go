@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/test/cluster"
@@ -213,14 +212,7 @@ var cleanupGVR = cluster.GVR("e2e.tmplop.io", "v1", "cleanups")
 // hook Job runs and completes before the object goes, and then the
 // children go with it.
 func TestChartPreDeleteHook(t *testing.T) {
-	k, err := catalog.LoadKind("testdata/templates/cleanup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Start(k); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mgr.Stop(k.GVK.GroupKind()) })
+	startKind(t, "testdata/templates/cleanup")
 	ns := env.Namespace(t)
 	jobs := observe(t, jobGVR, ns, "c-cleanup")
 	env.Create(t, cleanupGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Cleanup\nmetadata:\n  name: c\nspec:\n  message: bye\n")
@@ -256,14 +248,7 @@ var certGVR = cluster.GVR("e2e.tmplop.io", "v1", "certs")
 // certificate is generated once, and neither the Secret nor the object is
 // written again.
 func TestChartLookupOrGenerate(t *testing.T) {
-	k, err := catalog.LoadKind("testdata/templates/cert")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Start(k); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mgr.Stop(k.GVK.GroupKind()) })
+	startKind(t, "testdata/templates/cert")
 	ns := env.Namespace(t)
 	env.Create(t, certGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Cert\nmetadata:\n  name: api\nspec: {}\n")
 	env.WaitReconciled(t, certGVR, ns, "api")
@@ -314,14 +299,7 @@ var hookedGVR = cluster.GVR("e2e.tmplop.io", "v1", "hookeds")
 // created anew when it changes, and both run again before the chart's
 // resources move to a new version.
 func TestChartHookDeletePolicies(t *testing.T) {
-	k, err := catalog.LoadKind("testdata/templates/hooked")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Start(k); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mgr.Stop(k.GVK.GroupKind()) })
+	startKind(t, "testdata/templates/hooked")
 	ns := env.Namespace(t)
 	inits := observe(t, jobGVR, ns, "h-init")
 	env.Create(t, hookedGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Hooked\nmetadata:\n  name: h\nspec:\n  version: \"1\"\n")

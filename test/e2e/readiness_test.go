@@ -26,7 +26,14 @@ var (
 // a migration Job, and a Deployment that dependsOn it) for one test.
 func startRelease(t *testing.T) *reconcile.Stats {
 	t.Helper()
-	k, err := catalog.LoadKind("testdata/templates/release")
+	return startKind(t, "testdata/templates/release")
+}
+
+// startKind serves the kind folder dir (a test kind of testdata) for one
+// test, and returns its counters.
+func startKind(t *testing.T, dir string) *reconcile.Stats {
+	t.Helper()
+	k, err := catalog.LoadKind(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
