@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/chart"
 )
 
@@ -40,12 +41,14 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 		if !e.IsDir() {
 			continue
 		}
-		if chart.IsChart(os.DirFS(filepath.Join(templatesDir, e.Name()))) {
-			// Its sub-folders cannot be ConfigMap keys: a chart goes to a
-			// ConfigMap packaged (docs/helm.md), not file by file.
-			if _, listed := listed[e.Name()]; listed {
-				t.Errorf("templates/kustomization.yaml: chart %s is listed file by file; its sub-folders would be lost", e.Name())
+		if dir := filepath.Join(templatesDir, e.Name()); chart.IsChart(os.DirFS(dir)) {
+			// Its sub-folders cannot be ConfigMap keys: its kind.yaml and
+			// the chart packaged (TestPackagedCharts).
+			want := slices.Sorted(slices.Values([]string{e.Name() + "/" + catalog.KindFile, packageName(t, dir)}))
+			if got := listed[e.Name()]; !slices.Equal(got, want) {
+				t.Errorf("templates/kustomization.yaml: ConfigMap %s lists %v, want %v", e.Name(), got, want)
 			}
+			delete(listed, e.Name())
 			continue
 		}
 		files, err := os.ReadDir(filepath.Join(templatesDir, e.Name()))
