@@ -25,7 +25,10 @@ func TestChartFilesInSync(t *testing.T) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(folders)) {
 		files := folders[name]
-		fix := fmt.Sprintf("rm -rf charts/operator/kinds/%[1]s && mkdir -p charts/operator/kinds/%[1]s && cp -r templates/%[1]s/. charts/operator/kinds/%[1]s/", name)
+		fix := fmt.Sprintf("rm -rf charts/operator/kinds/%[1]s && mkdir -p charts/operator/kinds/%[1]s", name)
+		for _, f := range slices.Sorted(maps.Keys(files)) {
+			fix += fmt.Sprintf(" && cp templates/%s charts/operator/kinds/%s/%s", files[f], name, f)
+		}
 		if _, err := os.Stat(filepath.Join("kinds", name)); err != nil {
 			t.Errorf("kinds/%s: %v: %s", name, err, fix)
 			continue

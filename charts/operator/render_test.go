@@ -139,7 +139,7 @@ func decode(name string, data []byte, objs objects) error {
 }
 
 // stripMeta returns a copy of u without the ignored labels and
-// annotations (and without maps they leave empty).
+// annotations (and without maps they leave empty), its binaryData unfolded.
 func stripMeta(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	u = u.DeepCopy()
@@ -161,6 +161,16 @@ func stripMeta(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstruc
 			} else if err := unstructured.SetNestedStringMap(u.Object, m, path...); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	// binaryData is base64, which kustomize folds into lines and the API
+	// server reads without them: compare the bytes.
+	if bin, ok, _ := unstructured.NestedStringMap(u.Object, "binaryData"); ok {
+		for k, v := range bin {
+			bin[k] = strings.Join(strings.Fields(v), "")
+		}
+		if err := unstructured.SetNestedStringMap(u.Object, bin, "binaryData"); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return u
