@@ -166,6 +166,8 @@ func testExamples(t *testing.T) {
 		{Group: "cnat.programming-kubernetes.info", Version: "v1alpha1", Resource: "ats"},
 		{Group: "apps.zhongmingmao.io", Version: "v1beta1", Resource: "mydaemonsets"},
 		{Group: "demo.tmplop.io", Version: "v1alpha1", Resource: "migratedapps"},
+		// A Helm chart, delivered packaged in its ConfigMap.
+		{Group: "charts.tmplop.io", Version: "v1alpha1", Resource: "webapps"},
 	} {
 		cluster.Eventually(t, 90*time.Second, gvr.Resource+" reconciled", func(ctx context.Context) (bool, error) {
 			list, err := env.Resource(gvr, testNS).List(ctx, metav1.ListOptions{})
@@ -178,7 +180,7 @@ func testExamples(t *testing.T) {
 					return false, errorf("%s %s: Reconciled %+v", gvr.Resource, o.GetName(), c)
 				}
 			}
-			if gvr.Resource == "migratedapps" {
+			if gvr.Resource == "migratedapps" || gvr.Resource == "webapps" {
 				// Its Deployment waits for the migration Job: Ready
 				// says when both are done.
 				for _, o := range list.Items {
