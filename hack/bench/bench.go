@@ -21,6 +21,7 @@ import (
 )
 
 type benchFlags struct {
+	kind    benchKind
 	ns      []int
 	rest    time.Duration
 	edits   int
@@ -47,12 +48,17 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	f := benchFlags{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	ns := fs.String("n", "1000,10000", "comma-separated numbers of objects, each on a fresh control plane")
+	kind := fs.String("kind", "folder", "the BenchApp served by a folder of templates (hack/bench/templates) or by a Helm chart (hack/bench/charts); chart writes benchmarks-chart.{md,json,png}")
 	fs.DurationVar(&f.rest, "rest", 60*time.Second, "how long to count writes at rest")
 	fs.IntVar(&f.edits, "edits", 200, "single spec changes, one at a time, for the change latency")
-	fs.StringVar(&f.out, "out", "../../docs", "folder for benchmarks.md, .json and .png")
+	fs.StringVar(&f.out, "out", "../../docs", "folder for the report's .md, .json and .png")
 	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's first run (cold start and rest) to this file, suffixed with N")
-	fs.StringVar(&f.render, "render", "", "measure nothing: write the .md and .png of -out again from this benchmarks.json")
+	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	var err error
+	if f.kind, err = kindNamed(*kind); err != nil {
 		return f, err
 	}
 	for s := range strings.SplitSeq(*ns, ",") {
@@ -84,9 +90,9 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	fmt.Fprintf(log, "bench: files (kubeconfigs, operator output) in %s\n", work)
 	rep := &report{
 		Date: time.Now().UTC().Format(time.RFC3339),
-		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "),
+		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.name,
 			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
-			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs("hack/bench/templates", "<service account kubeconfig>"), " ")},
+			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.templates, "<service account kubeconfig>"), " ")},
 	}
 	for _, n := range f.ns {
 		fmt.Fprintf(log, "bench: N=%d\n", n)
@@ -106,7 +112,7 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	if err := writeReport(f.out, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, "benchmarks.{md,json,png}"))
+	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.files+".{md,json,png}"))
 	for _, r := range rep.Runs {
 		if r.Error != "" {
 			return fmt.Errorf("N=%d: %s", r.N, r.Error)

@@ -38,6 +38,7 @@ type limitReport struct {
 // change measurements), one WATCH, then per change the Deployment and the
 // status, and the Service only when spec.ports changed.
 type limitClient struct {
+	kind      benchKind
 	dyn       dynamic.Interface
 	namespace string
 	workers   int
@@ -54,9 +55,14 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the limit's identity")
 	namespace := fs.String("namespace", "limit", "namespace of the BenchApps")
 	workers := fs.Int("workers", 10, "objects served at once")
+	kindName := fs.String("kind", "folder", "the kind whose objects to write: folder or chart")
 	follow := fs.Bool("follow", false, "after the cold pass and a line on stdin, serve changes until stopped")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	kind, err := kindNamed(*kindName)
+	if err != nil {
+		return fmt.Errorf("limit: %w", err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -69,7 +75,7 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("limit: client: %w", err)
 	}
-	l := &limitClient{dyn: dyn, namespace: *namespace, workers: *workers, ports: map[string][]any{}}
+	l := &limitClient{kind: kind, dyn: dyn, namespace: *namespace, workers: *workers, ports: map[string][]any{}}
 
 	list, err := dyn.Resource(benchAppGVR).Namespace(l.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -108,7 +114,7 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 // last applied, and its status.
 func (l *limitClient) serve(ctx context.Context, app *unstructured.Unstructured) error {
 	opts := metav1.ApplyOptions{FieldManager: limitManager, Force: true}
-	d := limitDeployment(app)
+	d := limitDeployment(l.kind, app)
 	if _, err := l.dyn.Resource(deploymentGVR).Namespace(l.namespace).Apply(ctx, d.GetName(), d, opts); err != nil {
 		return fmt.Errorf("apply Deployment %s/%s: %w", l.namespace, d.GetName(), err)
 	}
@@ -117,7 +123,7 @@ func (l *limitClient) serve(ctx context.Context, app *unstructured.Unstructured)
 	last, seen := l.ports[app.GetName()]
 	l.mu.Unlock()
 	if !seen || !reflect.DeepEqual(last, ports) {
-		s := limitService(app)
+		s := limitService(l.kind, app)
 		if _, err := l.dyn.Resource(serviceGVR).Namespace(l.namespace).Apply(ctx, s.GetName(), s, opts); err != nil {
 			return fmt.Errorf("apply Service %s/%s: %w", l.namespace, s.GetName(), err)
 		}
@@ -125,7 +131,7 @@ func (l *limitClient) serve(ctx context.Context, app *unstructured.Unstructured)
 		l.ports[app.GetName()] = ports
 		l.mu.Unlock()
 	}
-	st := limitStatus(app, time.Now())
+	st := limitStatus(l.kind, app, time.Now())
 	if _, err := l.dyn.Resource(benchAppGVR).Namespace(l.namespace).ApplyStatus(ctx, st.GetName(), st, opts); err != nil {
 		return fmt.Errorf("apply status of BenchApp %s/%s: %w", l.namespace, st.GetName(), err)
 	}

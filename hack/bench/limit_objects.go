@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,11 +10,12 @@ import (
 	"github.com/tmplop/operator/engine/ownership"
 )
 
-// What the limit writes is what the operator writes for a BenchApp
-// (hack/bench/templates/benchapp, `operator render --field-manager limit`
-// shows it; limit_objects_test.go compares the two): the same fields,
-// labels, annotations and owner reference, written by hand instead of
-// rendered, because the limit is the cost of the requests alone.
+// What the limit writes is what the operator writes for a BenchApp of
+// either kind (hack/bench/templates/benchapp or hack/bench/charts/benchapp;
+// `operator render --field-manager limit` shows it; limit_objects_test.go
+// compares the two): the same fields, labels, annotations, owner reference
+// and status, written by hand instead of rendered, because the limit is the
+// cost of the requests alone.
 
 // limitManager is the limit's field manager, and so its children's
 // managed-by label, as --field-manager would make it for the operator.
@@ -56,7 +58,7 @@ func withHash(child *unstructured.Unstructured) *unstructured.Unstructured {
 }
 
 // limitDeployment is deployment.yaml's Deployment for app.
-func limitDeployment(app *unstructured.Unstructured) *unstructured.Unstructured {
+func limitDeployment(k benchKind, app *unstructured.Unstructured) *unstructured.Unstructured {
 	size, _, _ := unstructured.NestedInt64(app.Object, "spec", "size")
 	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
 	ports, _, _ := unstructured.NestedSlice(app.Object, "spec", "ports")
@@ -90,7 +92,7 @@ func limitDeployment(app *unstructured.Unstructured) *unstructured.Unstructured 
 	return withHash(&unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1",
 		"kind":       "Deployment",
-		"metadata":   childMeta(app, "deployment.yaml"),
+		"metadata":   childMeta(app, k.template("deployment.yaml")),
 		"spec": map[string]any{
 			"replicas": size,
 			"selector": map[string]any{"matchLabels": selector},
@@ -104,12 +106,12 @@ func limitDeployment(app *unstructured.Unstructured) *unstructured.Unstructured 
 
 // limitService is service.yaml's ClusterIP Service for app: its ports are
 // spec.ports as they are.
-func limitService(app *unstructured.Unstructured) *unstructured.Unstructured {
+func limitService(k benchKind, app *unstructured.Unstructured) *unstructured.Unstructured {
 	ports, _, _ := unstructured.NestedSlice(app.Object, "spec", "ports")
 	return withHash(&unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Service",
-		"metadata":   childMeta(app, "service.yaml"),
+		"metadata":   childMeta(app, k.template("service.yaml")),
 		"spec": map[string]any{
 			"type":     "ClusterIP",
 			"selector": map[string]any{"app": app.GetName()},
@@ -118,37 +120,47 @@ func limitService(app *unstructured.Unstructured) *unstructured.Unstructured {
 	}})
 }
 
-// limitStatus is the status the operator writes for app: status.yaml's
-// replica counts (0: nothing runs the Deployments on this control plane),
-// observedGeneration and a Reconciled=True condition whose transition time
-// is kept while it stays True.
-func limitStatus(app *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
-	transition := now.UTC().Truncate(time.Second).Format(time.RFC3339)
-	conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-	for _, c := range conds {
-		if c, ok := c.(map[string]any); ok && c["type"] == "Reconciled" && c["status"] == string(metav1.ConditionTrue) {
-			if t, ok := c["lastTransitionTime"].(string); ok {
-				transition = t
+// limitStatus is the status the operator writes for app: observedGeneration
+// and the engine's conditions, and status.yaml's replica counts for the
+// folder, status.chart for the chart. Nothing runs the Deployments on this
+// control plane: the replica counts are 0, and the Deployment, 0/size
+// available, keeps the object not Ready and Reconciling (the Service, a
+// ClusterIP one, is Current). A condition keeps its transition time while
+// its status stays.
+func limitStatus(k benchKind, app *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
+	gen := app.GetGeneration()
+	size, _, _ := unstructured.NestedInt64(app.Object, "spec", "size")
+	notReady := fmt.Sprintf("Deployment/%s 0/%d available", app.GetName(), size)
+	current, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	condition := func(typ string, st metav1.ConditionStatus, reason, message string) any {
+		transition := now.UTC().Truncate(time.Second).Format(time.RFC3339)
+		for _, c := range current {
+			if c, ok := c.(map[string]any); ok && c["type"] == typ && c["status"] == string(st) {
+				if t, ok := c["lastTransitionTime"].(string); ok {
+					transition = t
+				}
 			}
 		}
+		return map[string]any{"type": typ, "status": string(st), "reason": reason, "message": message,
+			"observedGeneration": gen, "lastTransitionTime": transition}
+	}
+	status := map[string]any{
+		"observedGeneration": gen,
+		"conditions": []any{
+			condition("Reconciled", metav1.ConditionTrue, "Reconciled", "Reconciled"),
+			condition("Ready", metav1.ConditionFalse, "ChildrenNotReady", notReady),
+			condition("Reconciling", metav1.ConditionTrue, "Progressing", notReady),
+		},
+	}
+	if k.chart != nil {
+		status["chart"] = k.chart
+	} else {
+		status["replicas"], status["readyReplicas"], status["availableReplicas"] = int64(0), int64(0), int64(0)
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "bench.tmplop.io/v1",
 		"kind":       "BenchApp",
 		"metadata":   map[string]any{"name": app.GetName(), "namespace": app.GetNamespace()},
-		"status": map[string]any{
-			"observedGeneration": app.GetGeneration(),
-			"replicas":           int64(0),
-			"readyReplicas":      int64(0),
-			"availableReplicas":  int64(0),
-			"conditions": []any{map[string]any{
-				"type":               "Reconciled",
-				"status":             string(metav1.ConditionTrue),
-				"reason":             "Reconciled",
-				"message":            "Reconciled",
-				"observedGeneration": app.GetGeneration(),
-				"lastTransitionTime": transition,
-			}},
-		},
+		"status":     status,
 	}}
 }

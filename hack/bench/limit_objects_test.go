@@ -17,10 +17,10 @@ import (
 	"github.com/tmplop/operator/test/harness"
 )
 
-// TestLimitWritesWhatTheOperatorWrites compares the limit's children and
-// status with what `operator render --field-manager limit` says the
-// operator applies for the same BenchApp: a limit that wrote less would
-// flatter it.
+// TestLimitWritesWhatTheOperatorWrites compares, for each kind, the
+// limit's children and status with what `operator render --field-manager
+// limit` says the operator applies for the same BenchApp: a limit that
+// wrote less would flatter it.
 func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -33,6 +33,10 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 	app := newBenchApp("limit", appName(7))
 	app.SetUID("6f1c2a8e-0000-4000-8000-000000000007")
 	app.SetGeneration(3)
+	// 2 replicas: the status names them (0/2 available).
+	if err := unstructured.SetNestedField(app.Object, int64(2), "spec", "size"); err != nil {
+		t.Fatal(err)
+	}
 	data, err := yaml.Marshal(app.Object)
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +45,54 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), bin, "render", "--templates", filepath.Join(root, "hack", "bench", "templates"),
-		"--field-manager", limitManager, "-f", file)
+
+	for _, k := range benchKinds {
+		t.Run(k.name, func(t *testing.T) {
+			rendered, out := render(t, bin, filepath.Join(root, k.templates), file)
+			for name, tc := range map[string]struct {
+				got  *unstructured.Unstructured
+				want map[string]any
+			}{
+				"Deployment": {limitDeployment(k, app), rendered["Deployment"]},
+				"Service":    {limitService(k, app), rendered["Service"]},
+			} {
+				t.Run(name, func(t *testing.T) {
+					if tc.want == nil {
+						t.Fatalf("operator render printed no %s:\n%s", name, out)
+					}
+					if got := normalized(t, tc.got.Object); !reflect.DeepEqual(got, tc.want) {
+						t.Errorf("limit's %s differs from the operator's\nlimit:    %v\noperator: %v", name, got, tc.want)
+					}
+				})
+			}
+			t.Run("status", func(t *testing.T) {
+				want, _ := rendered["status"]["status"].(map[string]any)
+				if want == nil {
+					t.Fatalf("operator render printed no status:\n%s", out)
+				}
+				got := normalized(t, limitStatus(k, app, time.Now()).Object)["status"].(map[string]any)
+				// The preview's transition times are its own clock's:
+				// compare everything else.
+				for _, st := range []map[string]any{got, want} {
+					conds, _ := st["conditions"].([]any)
+					for _, c := range conds {
+						delete(c.(map[string]any), "lastTransitionTime")
+					}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("limit's status differs from the operator's\nlimit:    %v\noperator: %v", got, want)
+				}
+			})
+		})
+	}
+}
+
+// render runs `operator render --field-manager limit` of the object in file
+// over templates, and returns its children by kind and its status preview
+// under "status", and its output.
+func render(t *testing.T, bin, templates, file string) (map[string]map[string]any, []byte) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, "render", "--templates", templates, "--field-manager", limitManager, "-f", file)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -62,43 +112,7 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 			rendered["status"] = obj
 		}
 	}
-
-	for name, tc := range map[string]struct {
-		got  *unstructured.Unstructured
-		want map[string]any
-	}{
-		"Deployment": {limitDeployment(app), rendered["Deployment"]},
-		"Service":    {limitService(app), rendered["Service"]},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if tc.want == nil {
-				t.Fatalf("operator render printed no %s:\n%s", name, out)
-			}
-			if got := normalized(t, tc.got.Object); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("limit's %s differs from the operator's\nlimit:    %v\noperator: %v", name, got, tc.want)
-			}
-		})
-	}
-
-	t.Run("status", func(t *testing.T) {
-		want, _ := rendered["status"]["status"].(map[string]any)
-		if want == nil {
-			t.Fatalf("operator render printed no status:\n%s", out)
-		}
-		got := normalized(t, limitStatus(app, time.Now()).Object)["status"].(map[string]any)
-		// The preview's transition time is its own clock's, and it reads
-		// the generation of a file as 0: compare everything else.
-		for _, st := range []map[string]any{got, want} {
-			delete(st, "observedGeneration")
-			for _, c := range st["conditions"].([]any) {
-				delete(c.(map[string]any), "lastTransitionTime")
-				delete(c.(map[string]any), "observedGeneration")
-			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("limit's status differs from the operator's\nlimit:    %v\noperator: %v", got, want)
-		}
-	})
+	return rendered, out
 }
 
 // normalized gives m the types YAML decoding gives (float64 numbers).

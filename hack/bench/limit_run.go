@@ -37,7 +37,7 @@ func (b *bench) startLimit() (*limitProc, time.Time, error) {
 		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
 	}
 	cmd := exec.Command(self, "limit", "-kubeconfig", b.kubeconfig, "-namespace", limitNamespace,
-		"-workers", strconv.Itoa(limitWorkers), "-follow")
+		"-workers", strconv.Itoa(limitWorkers), "-kind", b.flags.kind.name, "-follow")
 	// Killed with the bench; its errors go to a file beside the operator's output.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := os.Create(filepath.Join(b.dir, "limit.log"))

@@ -1,8 +1,11 @@
 // Command bench measures the operator against the limit, a minimal client
 // doing exactly the requests the work needs, on the same control plane in
-// the same run, and writes docs/benchmarks.{md,json,png}.
+// the same run, and writes docs/benchmarks.{md,json,png}; with -kind chart
+// the BenchApp is served by a Helm chart (hack/bench/charts/benchapp) and
+// the report is docs/benchmarks-chart.{md,json,png}.
 //
 //	go run . -n 1000,10000 -rest 60s -edits 200 -out ../../docs
+//	go run . -kind chart -n 1000 -out ../../docs
 //
 // For each N it starts a fresh control plane of only etcd and kube-apiserver
 // (API Priority and Fairness on), runs the limit (this binary re-executed as

@@ -82,7 +82,7 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 	defer tr.stop()
 	r := &runner{dir: b.dir}
 	defer r.close()
-	args := operatorArgs(filepath.Join(b.root, "hack", "bench", "templates"), b.kubeconfig)
+	args := operatorArgs(filepath.Join(b.root, b.flags.kind.templates), b.kubeconfig)
 	fail := func(op *harness.Operator, err error) error {
 		return fmt.Errorf("%w; operator output, last lines:\n%s", err, lastLines(op.Output(), 15))
 	}

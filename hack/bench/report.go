@@ -10,9 +10,13 @@ import (
 	"time"
 )
 
-// writeReport writes benchmarks.md, benchmarks.json and benchmarks.png
-// into dir.
+// writeReport writes the report of rep's kind into dir: benchmarks.md,
+// .json and .png for the folder, benchmarks-chart.* for the chart.
 func writeReport(dir string, rep *report) error {
+	k, err := kindNamed(rep.Settings.Kind)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
@@ -20,13 +24,14 @@ func writeReport(dir string, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "benchmarks.json"), append(data, '\n'), 0o644); err != nil {
+	base := filepath.Join(dir, k.files)
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "benchmarks.md"), markdown(rep), 0o644); err != nil {
+	if err := os.WriteFile(base+".md", markdown(rep, k), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	return writePlot(filepath.Join(dir, "benchmarks.png"), rep)
+	return writePlot(base+".png", rep)
 }
 
 // The goals of the performance issue.
@@ -48,7 +53,7 @@ func goalRSS(n int) (int64, bool) {
 	return 0, false
 }
 
-func markdown(rep *report) []byte {
+func markdown(rep *report, k benchKind) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	date := rep.Date
@@ -56,10 +61,24 @@ func markdown(rep *report) []byte {
 		date = t.Format("2006-01-02 15:04 MST")
 	}
 	m := rep.Machine
-	w("# Benchmarks\n\n")
+	if k.chart == nil {
+		w("# Benchmarks\n\n")
+	} else {
+		w("# Benchmarks: a Helm chart served as a kind\n\n")
+	}
 	w("The operator against **the limit**, a minimal client that sends exactly the requests the work needs, ")
-	w("on the same control plane (the same binaries, a fresh instance for each) in the same run. Written by hack/bench (`make bench`) on %s; raw figures in ", date)
-	w("[benchmarks.json](benchmarks.json), convergence and memory against N in [benchmarks.png](benchmarks.png).\n\n")
+	by := "hack/bench (`make bench`)"
+	if k.chart != nil {
+		by = "hack/bench"
+	}
+	w("on the same control plane (the same binaries, a fresh instance for each) in the same run. Written by %s on %s; raw figures in ", by, date)
+	w("[%[1]s.json](%[1]s.json), convergence and memory against N in [%[1]s.png](%[1]s.png).\n\n", k.files)
+	if k.chart != nil {
+		w("The kind is **a Helm chart served as a kind** ([docs/helm.md](helm.md)): the BenchApp is served by the chart [%[1]s](../%[1]s) ", k.dir())
+		w("(%s %s; each BenchApp a release, its spec the values), which renders the same Deployment and Service as the folder of templates ", k.chart["name"], k.chart["version"])
+		w("that [benchmarks.md](benchmarks.md) measures; its status is the engine's conditions, observedGeneration and `status.chart`, ")
+		w("without status.yaml's fields. The limit writes the same.\n\n")
+	}
 	w("Run: `%s` in hack/bench.\n\n", rep.Settings.Command)
 	w("## Machine\n\n")
 	w("- %d cores", m.Cores)

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// report is docs/benchmarks.json: the raw figures of one run.
+// report is docs/benchmarks.json (benchmarks-chart.json for -kind chart):
+// the raw figures of one run.
 type report struct {
 	Date     string      `json:"date"`
 	Machine  machine     `json:"machine"`
@@ -15,7 +16,10 @@ type report struct {
 }
 
 type settings struct {
-	Command          string  `json:"command"`
+	Command string `json:"command"`
+	// Kind is -kind: folder (also when empty, in a report from before the
+	// flag) or chart.
+	Kind             string  `json:"kind,omitempty"`
 	RestSeconds      float64 `json:"restSeconds"`
 	Edits            int     `json:"edits"`
 	BenchConcurrency int     `json:"benchConcurrency"`
