@@ -92,11 +92,13 @@ fmt:
 ## fresh etcd + kube-apiserver for each of BENCH_N objects (hack/bench); writes
 ## docs/benchmarks.md, .json and .png. About 20 minutes with N=10,000 on
 ## 2 cores; needs the control plane's binaries (make cluster-bin).
-## make bench BENCH_N=1000 for a shorter run.
+## make bench BENCH_N=1000 for a shorter run; BENCH_KIND=chart measures the
+## BenchApp served by a Helm chart (docs/benchmarks-chart.md).
 BENCH_N ?= 1000,10000
+BENCH_KIND ?= folder
 bench: cluster-bin
 	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/... ./test/examples/
-	cd hack/bench && env -u KUBECONFIG $(GO) run . -n $(BENCH_N) -out ../../docs
+	cd hack/bench && env -u KUBECONFIG $(GO) run . -kind $(BENCH_KIND) -n $(BENCH_N) -out ../../docs
 
 ## deploy: the operator in the cluster of the current kubeconfig: deploy/
 ## (namespace, RBAC, 2 replicas, metrics Service), then the shipped examples'
