@@ -158,3 +158,46 @@ func TestChartArchive(t *testing.T) {
 		t.Fatalf("two archives: err = %v", err)
 	}
 }
+
+// TestChartFolderRefusals: what a chart folder may not hold, refused at
+// load with the reason.
+func TestChartFolderRefusals(t *testing.T) {
+	base := map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+		KindFile:            "apiVersion: charts.example.com/v1\nkind: Web\n",
+	}
+	cases := []struct {
+		name    string
+		files   map[string]string
+		wantErr string
+	}{
+		{name: "dependsOn", files: map[string]string{KindFile: "apiVersion: charts.example.com/v1\nkind: Web\ndependsOn:\n  web/templates/cm.yaml: [web/templates/cm.yaml]\n"},
+			wantErr: "orders its children with Helm's hooks"},
+		{name: "status.yaml", files: map[string]string{"status.yaml": "x: 1\n"}, wantErr: "remove status.yaml"},
+		{name: "library chart", files: map[string]string{"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\ntype: library\n"},
+			wantErr: "a library chart renders nothing"},
+		{name: "dependency not built", files: map[string]string{"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\ndependencies:\n- name: db\n  version: 1.x\n  repository: https://charts.example.com\n"},
+			wantErr: "dependencies not in charts/: db"},
+		{name: "overrideValues without a chart", files: map[string]string{"Chart.yaml": "", KindFile: "apiVersion: charts.example.com/v1\nkind: Web\noverrideValues: {a: 1}\n"},
+			wantErr: "only a Helm chart has values"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			files := layout.Files{}
+			for k, v := range base {
+				files[k] = []byte(v)
+			}
+			for k, v := range tc.files {
+				if v == "" {
+					delete(files, k)
+					continue
+				}
+				files[k] = []byte(v)
+			}
+			if _, err := Compile("web", "web", files); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
