@@ -15,7 +15,7 @@ import (
 
 // Writer writes a status; *kube.Client is one.
 type Writer interface {
-	ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (resourceVersion string, err error)
 }
 
 // Desired returns the whole .status to write for obj: rendered (the output
@@ -76,14 +76,14 @@ func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desire
 		"metadata":   map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()},
 		"status":     desired,
 	}}
-	live, err := w.ApplyStatus(ctx, patch)
+	rv, err := w.ApplyStatus(ctx, patch)
 	if err != nil {
 		return false, fmt.Errorf("write status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	// The caller learns the resourceVersion its write produced: what the
 	// cache will hold once the write's event arrives.
-	if live != nil {
-		obj.SetResourceVersion(live.GetResourceVersion())
+	if rv != "" {
+		obj.SetResourceVersion(rv)
 	}
 	return true, nil
 }

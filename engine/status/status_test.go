@@ -12,9 +12,9 @@ import (
 
 type fakeWriter struct{ writes []*unstructured.Unstructured }
 
-func (f *fakeWriter) ApplyStatus(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (f *fakeWriter) ApplyStatus(_ context.Context, obj *unstructured.Unstructured) (string, error) {
 	f.writes = append(f.writes, obj)
-	return obj, nil
+	return obj.GetResourceVersion(), nil
 }
 
 func parent(status map[string]any) *unstructured.Unstructured {

@@ -1,0 +1,68 @@
+package cached
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Apply server-side applies body (an object as JSON) to the object name
+// of gvr in ns, or to its subresource ("" for the object itself), and
+// returns the response's body undecoded: the caller decodes what it needs
+// of it (Applied, ResourceVersion), not the whole object with its
+// managedFields, which the dynamic client decodes into maps.
+func (c *Client) Apply(ctx context.Context, gvr schema.GroupVersionResource, ns, name, subresource string, body []byte, opts metav1.PatchOptions) ([]byte, error) {
+	req := c.rest.Patch(types.ApplyPatchType).AbsPath(append(resourcePath(gvr, ns), name)...)
+	if subresource != "" {
+		req = req.SubResource(subresource)
+	}
+	return req.SpecificallyVersionedParams(&opts, metav1.ParameterCodec, optionsVersion).Body(body).Do(ctx).Raw()
+}
+
+// Applied decodes an apply's response, without its managedFields: they
+// are cut out of the bytes first (a scan that keeps nothing else), so that
+// only the rest is decoded into maps.
+func Applied(data []byte) (*unstructured.Unstructured, error) {
+	var h struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			ManagedFields span `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("decode applied object: %w", err)
+	}
+	if h.Kind == "Status" {
+		return nil, fmt.Errorf("decode applied object: got a Status")
+	}
+	if b := h.Metadata.ManagedFields.b; b != nil {
+		if cut, ok := withoutValue(data, b, `"managedFields"`); ok {
+			data = cut
+		}
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("decode applied object: %w", err)
+	}
+	u.SetManagedFields(nil) // where the cut could not be made
+	return u, nil
+}
+
+// ResourceVersion reads only metadata.resourceVersion of an apply's
+// response: all a status write needs of it.
+func ResourceVersion(data []byte) (string, error) {
+	var o struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return "", fmt.Errorf("decode applied object: %w", err)
+	}
+	return o.Metadata.ResourceVersion, nil
+}

@@ -1,0 +1,83 @@
+package cached
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// appliedDeployment is an apply's response as kube-apiserver sends it: the
+// object with its managedFields.
+const appliedDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"ns","uid":"4b7c9d39-0d5a-4a4e-9a6f-0d8f1c7f2a11","resourceVersion":"1234","generation":2,"creationTimestamp":"2026-11-26T09:00:00Z","labels":{"app":"web","app.kubernetes.io/managed-by":"operator","operator.tmplop.io/parent-uid":"8c2e"},"annotations":{"deployment.kubernetes.io/revision":"1","operator.tmplop.io/hash":"IKB6KakDCzxn5SOQvgiXbA","operator.tmplop.io/parent":"AppService.app.example.com/ns/web","operator.tmplop.io/template":"deployment.yaml"},"ownerReferences":[{"apiVersion":"app.example.com/v1","kind":"AppService","name":"web","uid":"8c2e","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"operator","operation":"Apply","apiVersion":"apps/v1","time":"2026-11-26T09:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{"f:operator.tmplop.io/hash":{},"f:operator.tmplop.io/parent":{},"f:operator.tmplop.io/template":{}},"f:labels":{"f:app":{},"f:app.kubernetes.io/managed-by":{},"f:operator.tmplop.io/parent-uid":{}},"f:ownerReferences":{"k:{\"uid\":\"8c2e\"}":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}}}}}}},{"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","time":"2026-11-26T09:00:01Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}},"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Available\"}":{".":{},"f:lastTransitionTime":{},"f:lastUpdateTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:observedGeneration":{},"f:replicas":{}}},"subresource":"status"}]},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1.27","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","securityContext":{},"schedulerName":"default-scheduler"}},"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%","maxSurge":"25%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600},"status":{"observedGeneration":2,"replicas":2,"conditions":[{"type":"Available","status":"False","lastUpdateTime":"2026-11-26T09:00:01Z","lastTransitionTime":"2026-11-26T09:00:01Z","reason":"MinimumReplicasUnavailable","message":"Deployment does not have minimum availability."}]}}`
+
+// TestApplied: an apply's response decodes as the dynamic client decodes
+// it, less the managedFields; ResourceVersion reads only that.
+func TestApplied(t *testing.T) {
+	full := &unstructured.Unstructured{}
+	if err := full.UnmarshalJSON([]byte(appliedDeployment)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Applied([]byte(appliedDeployment))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GetManagedFields()) != 0 {
+		t.Fatalf("managedFields kept: %v", got.GetManagedFields())
+	}
+	full.SetManagedFields(nil)
+	if !equalJSON(t, full, got) {
+		t.Fatalf("Applied differs from the full decode less managedFields:\n%v\n%v", full.Object, got.Object)
+	}
+	rv, err := ResourceVersion([]byte(appliedDeployment))
+	if err != nil || rv != "1234" {
+		t.Fatalf("ResourceVersion = %q, %v", rv, err)
+	}
+	if _, err := Applied([]byte(`{"apiVersion":"v1","kind":"Status","status":"Failure"}`)); err == nil {
+		t.Fatal("a Status decoded as an applied object")
+	}
+}
+
+func equalJSON(t *testing.T, a, b *unstructured.Unstructured) bool {
+	t.Helper()
+	ja, err := a.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := b.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ja) == string(jb)
+}
+
+// BenchmarkApplyResponse compares what the engine pays to read an apply's
+// response: the dynamic client's decode into maps, managedFields included,
+// against Applied (children) and ResourceVersion (status writes).
+func BenchmarkApplyResponse(b *testing.B) {
+	data := []byte(appliedDeployment)
+	b.Run("dynamic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Applied", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Applied(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ResourceVersion", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ResourceVersion(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
