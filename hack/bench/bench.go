@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 type benchFlags struct {
 	kind    benchKind
 	ns      []int
+	runs    int
 	rest    time.Duration
 	edits   int
 	out     string
@@ -49,10 +49,11 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	ns := fs.String("n", "1000,10000", "comma-separated numbers of objects, each on a fresh control plane")
 	kind := fs.String("kind", "folder", "the BenchApp served by a folder of templates (hack/bench/templates) or by a Helm chart (hack/bench/charts); chart writes benchmarks-chart.{md,json,png}")
+	fs.IntVar(&f.runs, "runs", 3, "cold runs of each client per N, interleaved limit, operator, limit, ..., each on a fresh control plane; the later phases run once, after the last")
 	fs.DurationVar(&f.rest, "rest", 60*time.Second, "how long to count writes at rest")
 	fs.IntVar(&f.edits, "edits", 200, "single spec changes, one at a time, for the change latency")
 	fs.StringVar(&f.out, "out", "../../docs", "folder for the report's .md, .json and .png")
-	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's first run (cold start and rest) to this file, suffixed with N")
+	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's last cold run (cold start and rest) to this file, suffixed with N")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -67,6 +68,9 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 			return f, fmt.Errorf("-n: %q is not a positive number", s)
 		}
 		f.ns = append(f.ns, n)
+	}
+	if f.runs < 1 {
+		return f, fmt.Errorf("-runs: %d is not a positive number", f.runs)
 	}
 	if f.edits < 1 {
 		return f, fmt.Errorf("-edits: %d is not a positive number", f.edits)
@@ -90,7 +94,7 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	fmt.Fprintf(log, "bench: files (kubeconfigs, operator output) in %s\n", work)
 	rep := &report{
 		Date: time.Now().UTC().Format(time.RFC3339),
-		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.name,
+		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.name, Runs: f.runs,
 			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
 			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.templates, "<service account kubeconfig>"), " ")},
 	}
@@ -121,27 +125,46 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	return nil
 }
 
-// benchN measures the limit, then the operator, each on a fresh minimal
-// control plane of its own (the same binaries, one after the other). On one
-// shared plane the second would pay for the first's objects: at N=10,000
-// the operator took 457 s after the limit's 30,000 objects, 126 s alone.
+// benchN measures the limit and the operator -runs times each, interleaved
+// limit, operator, limit, ..., each run on a fresh minimal control plane of
+// its own (the same binaries, one after the other): on one shared plane the
+// second would pay for the first's objects (at N=10,000 the operator took
+// 457 s after the limit's 30,000 objects, 126 s alone), and interleaving
+// spreads other work on the machine over both. The last run of each goes
+// on to the later phases.
 func benchN(ctx context.Context, f benchFlags, n int, dir string, log io.Writer) (res runResult, m *machine, err error) {
 	res = runResult{N: n, LoadBefore: loadAverage()}
 	defer func() { res.LoadAfter = loadAverage() }() // after the planes have stopped
-	fmt.Fprintf(log, "bench: N=%d: limit\n", n)
-	m, err = onPlane(ctx, f, filepath.Join(dir, "limit"), log, func(b *bench) (err error) {
-		res.Limit, err = b.measureLimit(ctx, n)
-		return err
-	})
-	if err != nil {
-		return res, m, fmt.Errorf("limit: %w", err)
-	}
-	fmt.Fprintf(log, "bench: N=%d: operator\n", n)
-	if _, err = onPlane(ctx, f, filepath.Join(dir, "operator"), log, func(b *bench) (err error) {
-		res.Operator, err = b.measureOperator(ctx, n)
-		return err
-	}); err != nil {
-		return res, m, fmt.Errorf("operator: %w", err)
+	for i := 1; i <= f.runs; i++ {
+		last := i == f.runs
+		fmt.Fprintf(log, "bench: N=%d: limit, run %d of %d\n", n, i, f.runs)
+		load := loadAverage()
+		pm, err := onPlane(ctx, f, filepath.Join(dir, fmt.Sprintf("limit-%d", i)), log, func(b *bench) error {
+			s, err := b.measureLimit(ctx, n, last)
+			if s != nil {
+				s.LoadBefore = load
+				res.Limits = append(res.Limits, s)
+			}
+			return err
+		})
+		if m == nil {
+			m = pm
+		}
+		if err != nil {
+			return res, m, fmt.Errorf("limit, run %d: %w", i, err)
+		}
+		fmt.Fprintf(log, "bench: N=%d: operator, run %d of %d\n", n, i, f.runs)
+		load = loadAverage()
+		if _, err = onPlane(ctx, f, filepath.Join(dir, fmt.Sprintf("operator-%d", i)), log, func(b *bench) error {
+			s, err := b.measureOperator(ctx, n, last)
+			if s != nil {
+				s.LoadBefore = load
+				res.Operators = append(res.Operators, s)
+			}
+			return err
+		}); err != nil {
+			return res, m, fmt.Errorf("operator, run %d: %w", i, err)
+		}
 	}
 	return res, m, nil
 }
@@ -178,6 +201,12 @@ func onPlane(ctx context.Context, f benchFlags, dir string, log io.Writer, measu
 		return nil, fmt.Errorf("kubernetes version: %w", err)
 	}
 	m := describeMachine(v.GitVersion)
+	if fi, err := os.Stat(bin); err == nil {
+		m.OperatorBinaryBytes = fi.Size()
+	}
+	if m.OperatorVersionRSSBytes, err = peakRSSAtExit(bin, "version"); err != nil {
+		b.logf("%v", err) // the report goes without it
+	}
 	if b.kubeconfig, err = createIdentity(ctx, admin, b.cs, dir); err != nil {
 		return &m, err
 	}
@@ -197,8 +226,8 @@ func rerender(path, out string) error {
 	if err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	rep := &report{}
-	if err := json.Unmarshal(data, rep); err != nil {
+	rep, err := decodeReport(data)
+	if err != nil {
 		return fmt.Errorf("render: decode %s: %w", path, err)
 	}
 	return writeReport(out, rep)

@@ -30,14 +30,15 @@ type limitProc struct {
 	out   *bufio.Reader
 }
 
-// startLimit re-executes this binary as `bench limit -follow`.
-func (b *bench) startLimit() (*limitProc, time.Time, error) {
+// startLimit re-executes this binary as `bench limit`, with -follow if it
+// is to serve changes after its cold pass.
+func (b *bench) startLimit(follow bool) (*limitProc, time.Time, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("start limit: %w", err)
 	}
 	cmd := exec.Command(self, "limit", "-kubeconfig", b.kubeconfig, "-namespace", limitNamespace,
-		"-workers", strconv.Itoa(limitWorkers), "-kind", b.flags.kind.name, "-follow")
+		"-workers", strconv.Itoa(limitWorkers), "-kind", b.flags.kind.name, "-follow="+strconv.FormatBool(follow))
 	// Killed with the bench; its errors go to a file beside the operator's output.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := os.Create(filepath.Join(b.dir, "limit.log"))
@@ -96,8 +97,8 @@ func (p *limitProc) stop() {
 }
 
 // measureLimit creates N BenchApps in the limit's namespace and measures
-// the limit on them: cold, then the changes.
-func (b *bench) measureLimit(ctx context.Context, n int) (*subject, error) {
+// the limit on them: cold, then, if later, the changes.
+func (b *bench) measureLimit(ctx context.Context, n int, later bool) (*subject, error) {
 	if err := createBenchApps(ctx, b.cs, b.dyn, limitNamespace, n); err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (b *bench) measureLimit(ctx context.Context, n int) (*subject, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, started, err := b.startLimit()
+	p, started, err := b.startLimit(later)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +134,9 @@ func (b *bench) measureLimit(ctx context.Context, n int) (*subject, error) {
 	}
 	b.logf("limit: cold %.2fs (own count %.2fs), first %.3fs, %d requests, peak RSS %d MiB",
 		s.ColdSeconds, rep.Seconds, s.FirstSeconds, s.Cold.Measured, s.PeakRSSBytes>>20)
+	if !later {
+		return s, nil
+	}
 	if err := p.follow(); err != nil {
 		return s, err
 	}

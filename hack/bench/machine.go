@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // machine describes where the numbers were measured.
@@ -16,6 +18,11 @@ type machine struct {
 	Kubernetes  string `json:"kubernetes"`
 	Go          string `json:"go"`
 	Plane       string `json:"plane"`
+	// OperatorVersionRSSBytes is the peak RSS of `operator version`: the
+	// binary's own share of any run's memory (its pages and the runtime's
+	// start, before any work). OperatorBinaryBytes is the binary's size.
+	OperatorVersionRSSBytes int64 `json:"operatorVersionRSSBytes,omitempty"`
+	OperatorBinaryBytes     int64 `json:"operatorBinaryBytes,omitempty"`
 }
 
 func describeMachine(kubernetes string) machine {
@@ -47,6 +54,62 @@ func vmHWM(pid int) (int64, error) {
 		return 0, fmt.Errorf("peak RSS of pid %d: %w", pid, err)
 	}
 	return kb * 1024, nil
+}
+
+// peakRSSAtExit runs bin with args to its end and returns its VmHWM as it
+// exits. A child's ru_maxrss (what wait4 and /usr/bin/time report) would do
+// but for Go starting children with vfork: the kernel counts the parent's
+// memory in the child's at its exec. So the child is traced, stopped as it
+// exits (PTRACE_O_TRACEEXIT) and read then.
+func peakRSSAtExit(bin string, args ...string) (int64, error) {
+	// ptrace requests come from the thread that started the tracee.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("peak RSS of %s: %w", bin, err)
+	}
+	defer cmd.Process.Release() // reaped here, not by cmd.Wait
+	pid := cmd.Process.Pid
+	var ws syscall.WaitStatus
+	// It stops at its exec.
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		return 0, fmt.Errorf("peak RSS of %s: %w", bin, err)
+	}
+	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
+		_ = cmd.Process.Kill()
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		return 0, fmt.Errorf("peak RSS of %s: trace: %w", bin, err)
+	}
+	var peak int64
+	var peakErr error
+	sig := 0
+	for {
+		if err := syscall.PtraceCont(pid, sig); err != nil {
+			return 0, fmt.Errorf("peak RSS of %s: continue: %w", bin, err)
+		}
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			return 0, fmt.Errorf("peak RSS of %s: %w", bin, err)
+		}
+		if !ws.Stopped() {
+			break
+		}
+		sig = 0
+		switch {
+		case ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
+			peak, peakErr = vmHWM(pid)
+		case ws.StopSignal() != syscall.SIGTRAP:
+			sig = int(ws.StopSignal()) // its own signals, passed on
+		}
+	}
+	if ws.Signaled() {
+		return 0, fmt.Errorf("peak RSS of %s %s: killed by %v", bin, strings.Join(args, " "), ws.Signal())
+	}
+	if ws.ExitStatus() != 0 {
+		return 0, fmt.Errorf("peak RSS of %s %s: exit status %d", bin, strings.Join(args, " "), ws.ExitStatus())
+	}
+	return peak, peakErr
 }
 
 // cpuSeconds is the user and system CPU time process pid has used, from

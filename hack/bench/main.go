@@ -7,12 +7,16 @@
 //	go run . -n 1000,10000 -rest 60s -edits 200 -out ../../docs
 //	go run . -kind chart -n 1000 -out ../../docs
 //
-// For each N it starts a fresh control plane of only etcd and kube-apiserver
-// (API Priority and Fairness on), runs the limit (this binary re-executed as
-// `bench limit`) on N BenchApps in namespace limit, then the operator binary
-// with its default flags on N BenchApps in namespace op, and measures both
-// from the outside: a watch for convergence, kube-apiserver's /metrics for
-// requests, /proc for memory. It needs `make cluster-bin`.
+// For each N it runs each client's cold start -runs times (default 3),
+// interleaved limit, operator, limit, ..., each on a fresh control plane of
+// only etcd and kube-apiserver (API Priority and Fairness on): the limit
+// (this binary re-executed as `bench limit`) on N BenchApps in namespace
+// limit, the operator binary with its default flags on N BenchApps in
+// namespace op. It measures both from the outside: a watch for convergence,
+// kube-apiserver's /metrics for requests, /proc for memory. The report gives
+// the cold figures' medians with their least and greatest; the later phases
+// (at rest, restart, single changes, burst) follow the last cold run of
+// each client, once. It needs `make cluster-bin`.
 package main
 
 import (

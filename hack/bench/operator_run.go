@@ -69,9 +69,9 @@ func untilExit(ctx context.Context, op *harness.Operator, timeout time.Duration)
 }
 
 // measureOperator creates N BenchApps in the operator's namespace and
-// measures the operator on them: cold, at rest, across a restart, then the
-// changes.
-func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err error) {
+// measures the operator on them: cold, then, if later, at rest, across a
+// restart and the changes. Without later it stops the operator once cold.
+func (b *bench) measureOperator(ctx context.Context, n int, later bool) (s *subject, err error) {
 	if err := createBenchApps(ctx, b.cs, b.dyn, opNamespace, n); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 		return nil, err
 	}
 	cold := args
-	if b.flags.profile != "" {
+	if b.flags.profile != "" && later {
 		cold = append(slices.Clone(args), "--cpu-profile", fmt.Sprintf("%s.%d", b.flags.profile, n))
 	}
 	op, started, err := r.startOperator(b.bin, cold...)
@@ -120,8 +120,14 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 	if _, s.CaughtUpSeconds, s.HeapInuseBytes, err = parseCaughtUp(op.Output()); err != nil {
 		return s, err
 	}
-	b.logf("operator: cold %.2fs (caught up %.2fs), first %.3fs, %d requests (%d writes)",
-		s.ColdSeconds, s.CaughtUpSeconds, s.FirstSeconds, s.Cold.Measured, s.Cold.Writes)
+	if s.PeakRSSBytes, err = op.PeakRSS(); err != nil {
+		return s, fail(op, err)
+	}
+	b.logf("operator: cold %.2fs (caught up %.2fs), first %.3fs, %d requests (%d writes), CPU %.2fs, peak RSS %d MiB, heap in use %d MiB",
+		s.ColdSeconds, s.CaughtUpSeconds, s.FirstSeconds, s.Cold.Measured, s.Cold.Writes, s.ColdCPUSeconds, s.PeakRSSBytes>>20, s.HeapInuseBytes>>20)
+	if !later {
+		return s, stopOperator(op)
+	}
 
 	// At rest.
 	if mk, err = b.mark(ctx); err != nil {
@@ -135,11 +141,11 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 	if s.Rest, err = b.since(ctx, mk); err != nil {
 		return s, err
 	}
-	if s.PeakRSSBytes, err = op.PeakRSS(); err != nil {
+	if s.PeakRSSRestBytes, err = op.PeakRSS(); err != nil {
 		return s, fail(op, err)
 	}
-	b.logf("operator: at rest %s: %d requests (%d writes); peak RSS %d MiB, heap in use at catch-up %d MiB",
-		b.flags.rest, s.Rest.Measured, s.Rest.Writes, s.PeakRSSBytes>>20, s.HeapInuseBytes>>20)
+	b.logf("operator: at rest %s: %d requests (%d writes); peak RSS %d MiB",
+		b.flags.rest, s.Rest.Measured, s.Rest.Writes, s.PeakRSSRestBytes>>20)
 
 	// Restart.
 	if s.Restart, op, err = b.measureRestart(ctx, r, op, args, n); err != nil {
@@ -156,13 +162,16 @@ func (b *bench) measureOperator(ctx context.Context, n int) (s *subject, err err
 	if s.PeakRSSAfterBytes, err = op.PeakRSS(); err != nil {
 		return s, fail(op, err)
 	}
+	return s, stopOperator(op)
+}
+
+// stopOperator stops op with SIGTERM and waits for its exit.
+func stopOperator(op *harness.Operator) error {
 	if err := op.Signal(syscall.SIGTERM); err != nil {
-		return s, err
+		return err
 	}
-	if _, _, err := op.Wait(stopTimeout); err != nil {
-		return s, err
-	}
-	return s, nil
+	_, _, err := op.Wait(stopTimeout)
+	return err
 }
 
 // measureRestart stops op with SIGTERM and starts another, counting the

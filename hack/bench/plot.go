@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,15 +20,14 @@ var (
 )
 
 // writePlot draws two panels against N, operator and limit in each:
-// cold convergence time and peak RSS.
+// cold convergence time and peak RSS, the median of the cold runs with a
+// bar from the least to the greatest.
 func writePlot(path string, rep *report) error {
 	conv, err := panel("Cold convergence", "seconds", "goal (1.1× limit)", rep, func(s *subject) (float64, bool) {
 		return s.ColdSeconds, s.Cold != nil
 	}, func(r runResult) (float64, bool) {
-		if r.Limit == nil || r.Limit.Cold == nil {
-			return 0, false
-		}
-		return goalConvergeRatio * r.Limit.ColdSeconds, true
+		l := spreadOf(coldRuns(r.Limits), func(s *subject) float64 { return s.ColdSeconds })
+		return goalConvergeRatio * l.Median, l.Runs > 0
 	})
 	if err != nil {
 		return err
@@ -62,11 +62,14 @@ func writePlot(path string, rep *report) error {
 	return nil
 }
 
-// panel plots value(operator) and value(limit) against N, and the goal
-// where there is one.
+// panel plots value over the cold runs of the operator and of the limit
+// against N, and the goal where there is one.
 func panel(title, unit, goalName string, rep *report, value func(*subject) (float64, bool), goal func(runResult) (float64, bool)) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
+	if rep.Settings.Runs > 1 {
+		p.Title.Text += fmt.Sprintf(" (median of %d runs, bars min to max)", rep.Settings.Runs)
+	}
 	p.X.Label.Text = "objects (N)"
 	p.Y.Label.Text = unit
 	p.Legend.Top, p.Legend.Left = true, true
@@ -87,38 +90,55 @@ func panel(title, unit, goalName string, rep *report, value func(*subject) (floa
 		p.Add(line, points)
 		p.Legend.Add(goalName, line, points)
 	}
-	for _, s := range []struct {
+	for _, c := range []struct {
 		name  string
-		pick  func(runResult) *subject
+		runs  func(runResult) []*subject
 		color color.Color
 	}{
-		{"operator", func(r runResult) *subject { return r.Operator }, operatorColor},
-		{"limit", func(r runResult) *subject { return r.Limit }, limitColor},
+		{"operator", func(r runResult) []*subject { return r.Operators }, operatorColor},
+		{"limit", func(r runResult) []*subject { return r.Limits }, limitColor},
 	} {
-		var pts plotter.XYs
+		var pts spreadPoints
 		for _, r := range rep.Runs {
-			if sub := s.pick(r); sub != nil {
-				if v, ok := value(sub); ok {
-					pts = append(pts, plotter.XY{X: float64(r.N), Y: v})
+			var v []float64
+			for _, s := range coldRuns(c.runs(r)) {
+				if x, ok := value(s); ok {
+					v = append(v, x)
 				}
 			}
+			if len(v) == 0 {
+				continue
+			}
+			m := median(v)
+			pts.XYs = append(pts.XYs, plotter.XY{X: float64(r.N), Y: m})
+			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{m - slices.Min(v), slices.Max(v) - m})
 		}
-		if len(pts) == 0 {
+		if len(pts.XYs) == 0 {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(pts)
+		line, points, err := plotter.NewLinePoints(pts.XYs)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s of the %s: %w", title, s.name, err)
+			return nil, fmt.Errorf("plot %s of the %s: %w", title, c.name, err)
 		}
-		line.Color, points.Color = s.color, s.color
+		bars, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s of the %s: %w", title, c.name, err)
+		}
+		line.Color, points.Color, bars.Color = c.color, c.color, c.color
 		points.Shape = draw.CircleGlyph{}
 		points.Radius = vg.Points(3)
-		p.Add(line, points)
-		p.Legend.Add(s.name, line, points)
+		p.Add(line, points, bars)
+		p.Legend.Add(c.name, line, points)
 	}
 	// From zero, with room above for the legend.
 	p.X.Min, p.Y.Min = 0, 0
 	p.X.Max *= 1.1
 	p.Y.Max *= 1.3
 	return p, nil
+}
+
+// spreadPoints are medians with their least and greatest as error bars.
+type spreadPoints struct {
+	plotter.XYs
+	plotter.YErrors
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -86,7 +87,14 @@ func markdown(rep *report, k benchKind) []byte {
 		w(" (%s)", m.CPU)
 	}
 	w(", %.1f GiB of memory; %s.\n", float64(m.MemoryBytes)/(1<<30), m.Go)
-	w("- Kubernetes %s, %s. A fresh control plane for each N and each of the two clients: on one shared plane the second pays for the first's objects (at N=10,000 the operator took 457 s after the limit, 126 s alone).\n", m.Kubernetes, m.Plane)
+	w("- Kubernetes %s, %s. A fresh control plane for each N and each run of each client: on one shared plane the second pays for the first's objects (at N=10,000 the operator took 457 s after the limit, 126 s alone).\n", m.Kubernetes, m.Plane)
+	if m.OperatorVersionRSSBytes > 0 {
+		w("- The operator binary itself: `operator version` alone peaks at %.1f MiB RSS", mib(m.OperatorVersionRSSBytes))
+		if m.OperatorBinaryBytes > 0 {
+			w(" (the binary is %.1f MiB)", mib(m.OperatorBinaryBytes))
+		}
+		w(": its pages and the Go runtime's start, before any work; that much of each of the operator's peak RSS below is the binary's, not the objects'.\n")
+	}
 	w("- Both clients authenticate as the service account `%s/%s` (bound to cluster-admin) with a token from the ", systemNamespace, serviceAccount)
 	w("TokenRequest API, so APF puts them in priority level `%s`, as an operator in a cluster; the bench itself is an exempt admin.\n\n", priorityLevel)
 	w("## What is measured\n\n")
@@ -109,10 +117,21 @@ func markdown(rep *report, k benchKind) []byte {
 	w("kube-apiserver does not count its `/metrics` reads) and kube-apiserver's own (an IPAddress for each Service's ClusterIP, ")
 	w("its lease renewals every 10 s, OpenAPI reads); their numbers are under each table. ")
 	w("The per-object figures of the first table are the measured client's alone.\n")
-	w("- **Memory**: peak RSS is the kernel's VmHWM of the process (the operator's after its cold start and %s at rest; ", seconds(rep.Settings.RestSeconds))
-	w("the limit's after its cold pass). Heap in use is from the operator's `Caught up` log line.\n")
+	w("- **Memory**: peak RSS is the kernel's VmHWM of the process: the operator's when it has logged `Caught up` after its cold start ")
+	w("(its peak after %s at rest and after the changes are one-run figures), the limit's after its cold pass. ", seconds(rep.Settings.RestSeconds))
+	w("Heap in use is from the operator's `Caught up` log line.\n")
 	w("- **At rest**: writes over %s after convergence. **Restart**: SIGTERM, wait for the exit, start again; ", seconds(rep.Settings.RestSeconds))
-	w("writes from the signal until %s after the new process logged `Caught up`.\n\n", restartSettle)
+	w("writes from the signal until %s after the new process logged `Caught up`.\n", restartSettle)
+	runs := max(rep.Settings.Runs, 1)
+	if runs > 1 {
+		w("- **Runs**: for each N the cold start of each client is run %d times, interleaved limit, operator, limit, operator, ..., ", runs)
+		w("each on a fresh control plane. The cold figures (convergence, first object, requests, writes, CPU time, peak RSS, heap) ")
+		w("are the **median** of the %d runs, with the least and the greatest in parentheses; a ratio is of the medians, and the goals' ", runs)
+		w("verdicts use the medians. The later phases (at rest, restart, single changes, burst) are **one run**: they follow the last ")
+		w("cold run of each client, on its plane.\n\n")
+	} else {
+		w("- **Runs**: one cold run of each client for each N, the limit's first, each on a fresh control plane; the later phases follow it on its plane.\n\n")
+	}
 	for _, r := range rep.Runs {
 		runMarkdown(w, r, rep.Settings)
 	}
@@ -124,83 +143,113 @@ func runMarkdown(w func(string, ...any), r runResult, set settings) {
 	if r.Error != "" {
 		w("**The run did not complete:** `%s`\n\n", oneLine(r.Error))
 	}
-	w("Load average (1 min) of the machine: %.2f before, %.2f after. The limit runs first, then the operator, each on a fresh plane: ", r.LoadBefore, r.LoadAfter)
-	w("other work on the machine in between moves their ratio.\n\n")
-	op, lim := r.Operator, r.Limit
-	if op == nil || lim == nil {
-		if op == nil && lim == nil {
-			return
-		}
+	w("Load average (1 min) of the machine: %.2f before, %.2f after. Other work on the machine moves the figures of a run; ", r.LoadBefore, r.LoadAfter)
+	w("the runs of the two clients take turns so that it falls on both.\n\n")
+	if len(r.Operators) == 0 && len(r.Limits) == 0 {
+		return
 	}
+	n := float64(r.N)
+	ops, lims := coldRuns(r.Operators), coldRuns(r.Limits)
+	runs := max(len(ops), len(lims))
+	if runs > 1 {
+		w("### Cold start: median of %d runs (least–greatest)\n\n", runs)
+	} else {
+		w("### Cold start: one run\n\n")
+	}
+	w("| figure | goal | operator | limit | ratio |\n|---|---|---|---|---|\n")
+	// coldRow is a figure over the cold runs of each client; ok is the
+	// goal's verdict on the medians.
+	coldRow := func(name, goal string, figure func(*subject) float64, ok func(o, l float64) bool, format string) {
+		o, l := spreadOf(ops, figure), spreadOf(lims, figure)
+		if goal != "" && o.Runs > 0 && l.Runs > 0 {
+			goal = verdict(goal, ok(o.Median, l.Median))
+		}
+		w("| %s | %s | %s | %s | %s |\n", name, goal, spreadCell(o, format), spreadCell(l, format), ratioOf(o, l))
+	}
+	coldRow("cold convergence, all N objects (s)", fmt.Sprintf("≤ %.1f× limit", goalConvergeRatio),
+		func(s *subject) float64 { return s.ColdSeconds }, func(o, l float64) bool { return l > 0 && o <= goalConvergeRatio*l }, "%.2f")
+	coldRow("first object converged (s after start)", fmt.Sprintf("≤ %.1f s", goalFirst),
+		func(s *subject) float64 { return s.FirstSeconds }, func(o, _ float64) bool { return o <= goalFirst }, "%.3f")
+	coldRow("requests per object, cold (reads included)", fmt.Sprintf("≤ %.1f", goalRequests),
+		func(s *subject) float64 { return float64(s.Cold.Measured) / n }, func(o, _ float64) bool { return o <= goalRequests }, "%.3f")
+	coldRow("… of which writes", "", func(s *subject) float64 { return float64(s.Cold.Writes) / n }, nil, "%.3f")
+	if hasFigure(ops, lims, func(s *subject) bool { return s.ColdCPUSeconds > 0 }) {
+		coldRow("CPU time of the process, cold (s)", "", func(s *subject) float64 { return s.ColdCPUSeconds }, nil, "%.2f")
+	}
+	if hasFigure(ops, lims, func(s *subject) bool { return s.PeakRSSBytes > 0 }) {
+		goal, ok := goalRSS(r.N)
+		g := ""
+		if ok {
+			g = fmt.Sprintf("≤ %d MiB", goal>>20)
+		}
+		coldRow("peak RSS (MiB)", g, func(s *subject) float64 { return mib(s.PeakRSSBytes) }, func(o, _ float64) bool { return o <= mib(goal) }, "%.1f")
+		coldRow("peak RSS per object (bytes)", "", func(s *subject) float64 { return float64(s.PeakRSSBytes) / n }, nil, "%.0f")
+	}
+	if hasFigure(ops, nil, func(s *subject) bool { return s.HeapInuseBytes > 0 }) {
+		o := spreadOf(ops, func(s *subject) float64 { return mib(s.HeapInuseBytes) })
+		perObject := spreadOf(ops, func(s *subject) float64 { return float64(s.HeapInuseBytes) / n })
+		w("| heap in use at `Caught up` (MiB) | | %s | — | |\n", spreadCell(o, "%.1f"))
+		w("| heap in use at `Caught up` per object (bytes) | | %s | — | |\n", spreadCell(perObject, "%.0f"))
+	}
+	w("\n")
+	if runs > 1 {
+		runsTable(w, n, r)
+	}
+
+	op, lim := lastRun(r.Operators), lastRun(r.Limits)
 	if op == nil {
 		op = &subject{}
 	}
 	if lim == nil {
 		lim = &subject{}
 	}
-	n := float64(r.N)
-	w("| figure | goal | operator | limit | ratio |\n|---|---|---|---|---|\n")
-	ratioRow := func(name, goal string, o, l float64, ok bool, have bool, format string) {
-		if !have {
-			w("| %s | %s | — | — | |\n", name, goal)
-			return
+	if op.Rest != nil || op.Restart != nil || op.Edits != nil || lim.Edits != nil {
+		if runs > 1 {
+			w("### Later phases: one run, after the last cold run of each client\n\n")
+		} else {
+			w("### Later phases\n\n")
 		}
-		w("| %s | %s | %s | %s | %s |\n", name, verdict(goal, ok), fmt.Sprintf(format, o), fmt.Sprintf(format, l), ratio(o, l))
+		w("| figure | goal | operator | limit | ratio |\n|---|---|---|---|---|\n")
+		ratioRow := func(name, goal string, o, l float64, ok bool, format string) {
+			w("| %s | %s | %s | %s | %s |\n", name, verdict(goal, ok), fmt.Sprintf(format, o), fmt.Sprintf(format, l), ratio(o, l))
+		}
+		if op.Rest != nil {
+			w("| writes at rest over %s | %s | %d | — | |\n", seconds(set.RestSeconds), verdict("0", op.Rest.Writes == 0), op.Rest.Writes)
+		}
+		if op.PeakRSSRestBytes > 0 {
+			w("| peak RSS after the rest (MiB) | | %.1f | — | |\n", mib(op.PeakRSSRestBytes))
+		}
+		if rs := op.Restart; rs != nil {
+			w("| writes across a restart | %s | %d | — | |\n", verdict("0", rs.Requests.Writes == 0), rs.Requests.Writes)
+			w("| requests across a restart (reads included) | | %d | — | |\n", rs.Requests.Measured)
+			w("| restart: start to `Caught up` (s) | | %.2f (log: %.2f) | — | |\n", rs.CaughtUpSeconds, rs.LogSeconds)
+			w("| restart: SIGTERM to exit (s), exit code | | %.3f, %d | — | |\n", rs.StopSeconds, rs.ExitCode)
+		}
+		if op.PeakRSSAfterBytes > 0 {
+			w("| peak RSS of the restarted operator after the changes (MiB) | | %.1f | — | |\n", mib(op.PeakRSSAfterBytes))
+		}
+		if op.Edits != nil && lim.Edits != nil {
+			ratioRow(fmt.Sprintf("single change, p50 of %d (s)", op.Edits.Count), "", op.Edits.P50, lim.Edits.P50, true, "%.3f")
+			g := ""
+			if r.N == 1000 {
+				g = fmt.Sprintf("≤ %.0f s", goalP99)
+			}
+			ratioRow(fmt.Sprintf("single change, p99 of %d (s)", op.Edits.Count), g, op.Edits.P99, lim.Edits.P99, op.Edits.P99 <= goalP99, "%.3f")
+			ratioRow("single change, requests per change", "",
+				float64(op.Edits.Requests.Measured)/float64(op.Edits.Count), float64(lim.Edits.Requests.Measured)/float64(lim.Edits.Count), true, "%.2f")
+		}
+		if op.Burst != nil && lim.Burst != nil {
+			ratioRow("burst: all N changed at once, until all converged (s)", "", op.Burst.Seconds, lim.Burst.Seconds, true, "%.2f")
+			ratioRow("burst: requests per object", "", float64(op.Burst.Requests.Measured)/n, float64(lim.Burst.Requests.Measured)/n, true, "%.3f")
+		}
+		w("\n")
 	}
-	ratioRow("cold convergence, all N objects (s)", fmt.Sprintf("≤ %.1f× limit", goalConvergeRatio),
-		op.ColdSeconds, lim.ColdSeconds, lim.ColdSeconds > 0 && op.ColdSeconds <= goalConvergeRatio*lim.ColdSeconds, op.Cold != nil && lim.Cold != nil, "%.2f")
-	ratioRow("first object converged (s after start)", fmt.Sprintf("≤ %.1f s", goalFirst),
-		op.FirstSeconds, lim.FirstSeconds, op.FirstSeconds <= goalFirst, op.Cold != nil && lim.Cold != nil, "%.3f")
 	if op.Cold != nil && lim.Cold != nil {
-		o, l := float64(op.Cold.Measured)/n, float64(lim.Cold.Measured)/n
-		ratioRow("requests per object, cold (reads included)", fmt.Sprintf("≤ %.1f", goalRequests), o, l, o <= goalRequests, true, "%.3f")
-		ow, lw := float64(op.Cold.Writes)/n, float64(lim.Cold.Writes)/n
-		ratioRow("… of which writes", "", ow, lw, true, true, "%.3f")
-	}
-	if op.Rest != nil {
-		w("| writes at rest over %s | %s | %d | — | |\n", seconds(set.RestSeconds), verdict("0", op.Rest.Writes == 0), op.Rest.Writes)
-	}
-	if rs := op.Restart; rs != nil {
-		w("| writes across a restart | %s | %d | — | |\n", verdict("0", rs.Requests.Writes == 0), rs.Requests.Writes)
-		w("| requests across a restart (reads included) | | %d | — | |\n", rs.Requests.Measured)
-		w("| restart: start to `Caught up` (s) | | %.2f (log: %.2f) | — | |\n", rs.CaughtUpSeconds, rs.LogSeconds)
-		w("| restart: SIGTERM to exit (s), exit code | | %.3f, %d | — | |\n", rs.StopSeconds, rs.ExitCode)
-	}
-	if op.ColdCPUSeconds > 0 || lim.ColdCPUSeconds > 0 {
-		ratioRow("CPU time of the process, cold (s)", "", op.ColdCPUSeconds, lim.ColdCPUSeconds, true, true, "%.2f")
-	}
-	if op.PeakRSSBytes > 0 || lim.PeakRSSBytes > 0 {
-		goal, ok := goalRSS(r.N)
-		g := ""
-		if ok {
-			g = fmt.Sprintf("≤ %d MiB", goal>>20)
+		if runs > 1 {
+			w("### Requests per object, cold, by verb and resource (the last cold run of each)\n\n")
+		} else {
+			w("### Requests per object, cold, by verb and resource\n\n")
 		}
-		ratioRow("peak RSS (MiB)", g, mib(op.PeakRSSBytes), mib(lim.PeakRSSBytes), op.PeakRSSBytes <= goal, true, "%.1f")
-		ratioRow("peak RSS per object (bytes)", "", float64(op.PeakRSSBytes)/n, float64(lim.PeakRSSBytes)/n, true, true, "%.0f")
-	}
-	if op.PeakRSSAfterBytes > 0 {
-		w("| peak RSS of the restarted operator after the changes (MiB) | | %.1f | — | |\n", mib(op.PeakRSSAfterBytes))
-	}
-	if op.HeapInuseBytes > 0 {
-		w("| heap in use at `Caught up` (MiB; bytes per object) | | %.1f; %.0f | — | |\n", mib(op.HeapInuseBytes), float64(op.HeapInuseBytes)/n)
-	}
-	if op.Edits != nil && lim.Edits != nil {
-		ratioRow(fmt.Sprintf("single change, p50 of %d (s)", op.Edits.Count), "", op.Edits.P50, lim.Edits.P50, true, true, "%.3f")
-		g := ""
-		if r.N == 1000 {
-			g = fmt.Sprintf("≤ %.0f s", goalP99)
-		}
-		ratioRow(fmt.Sprintf("single change, p99 of %d (s)", op.Edits.Count), g, op.Edits.P99, lim.Edits.P99, op.Edits.P99 <= goalP99, true, "%.3f")
-		ratioRow("single change, requests per change", "",
-			float64(op.Edits.Requests.Measured)/float64(op.Edits.Count), float64(lim.Edits.Requests.Measured)/float64(lim.Edits.Count), true, true, "%.2f")
-	}
-	if op.Burst != nil && lim.Burst != nil {
-		ratioRow("burst: all N changed at once, until all converged (s)", "", op.Burst.Seconds, lim.Burst.Seconds, true, true, "%.2f")
-		ratioRow("burst: requests per object", "", float64(op.Burst.Requests.Measured)/n, float64(lim.Burst.Requests.Measured)/n, true, true, "%.3f")
-	}
-	w("\n")
-	if op.Cold != nil && lim.Cold != nil {
-		w("### Requests per object, cold, by verb and resource\n\n")
 		requestTable(w, n, []string{"operator", "limit"}, []*phase{op.Cold, lim.Cold})
 	}
 	var extra []string
@@ -215,6 +264,58 @@ func runMarkdown(w func(string, ...any), r runResult, set settings) {
 		w("### Operator at rest (%s) and across the restart: requests by verb and resource\n\n", seconds(set.RestSeconds))
 		requestTable(w, 1, extra, phases)
 	}
+}
+
+// runsTable lists each cold run in the order run: limit 1, operator 1,
+// limit 2, ...
+func runsTable(w func(string, ...any), n float64, r runResult) {
+	w("#### Each cold run, in the order run\n\n")
+	w("The load before is the machine's 1-minute load average as the run's plane starts: it still holds the run before.\n\n")
+	w("| run | client | load before | cold (s) | first (s) | requests per object | CPU (s) | peak RSS (MiB) | heap in use (MiB) |\n")
+	w("|---|---|---|---|---|---|---|---|---|\n")
+	for i := range max(len(r.Operators), len(r.Limits)) {
+		for _, c := range []struct {
+			name string
+			runs []*subject
+		}{{"limit", r.Limits}, {"operator", r.Operators}} {
+			if i >= len(c.runs) || c.runs[i] == nil || c.runs[i].Cold == nil {
+				continue
+			}
+			s := c.runs[i]
+			heap := "—"
+			if s.HeapInuseBytes > 0 {
+				heap = fmt.Sprintf("%.1f", mib(s.HeapInuseBytes))
+			}
+			w("| %d | %s | %.2f | %.2f | %.3f | %.3f | %.2f | %.1f | %s |\n", i+1, c.name, s.LoadBefore, s.ColdSeconds, s.FirstSeconds,
+				float64(s.Cold.Measured)/n, s.ColdCPUSeconds, mib(s.PeakRSSBytes), heap)
+		}
+	}
+	w("\n")
+}
+
+// hasFigure reports whether any run of either client has the figure.
+func hasFigure(a, b []*subject, has func(*subject) bool) bool {
+	return slices.ContainsFunc(a, has) || slices.ContainsFunc(b, has)
+}
+
+// spreadCell is "median (least–greatest)", the value alone for one run,
+// "—" for none.
+func spreadCell(s spread, format string) string {
+	switch s.Runs {
+	case 0:
+		return "—"
+	case 1:
+		return fmt.Sprintf(format, s.Median)
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", s.Median, s.Min, s.Max)
+}
+
+// ratioOf is the ratio of the medians.
+func ratioOf(o, l spread) string {
+	if o.Runs == 0 || l.Runs == 0 {
+		return ""
+	}
+	return ratio(o.Median, l.Median)
 }
 
 // requestTable writes one column per phase, counts divided by n.

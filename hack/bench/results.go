@@ -1,13 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"time"
 )
 
 // report is docs/benchmarks.json (benchmarks-chart.json for -kind chart):
-// the raw figures of one run.
+// the raw figures of one run of the bench.
 type report struct {
 	Date     string      `json:"date"`
 	Machine  machine     `json:"machine"`
@@ -17,6 +18,9 @@ type report struct {
 
 type settings struct {
 	Command string `json:"command"`
+	// Runs is -runs, the cold runs of each client per N (0 in a report
+	// from before the flag: one).
+	Runs int `json:"runs,omitempty"`
 	// Kind is -kind: folder (also when empty, in a report from before the
 	// flag) or chart.
 	Kind             string  `json:"kind,omitempty"`
@@ -27,16 +31,75 @@ type settings struct {
 	OperatorArgs     string  `json:"operatorArgs"`
 }
 
-// runResult is one N on its own control plane.
+// runResult is one N: each client's cold runs, interleaved limit,
+// operator, limit, ..., each on a fresh control plane.
 type runResult struct {
 	N     int    `json:"n"`
 	Error string `json:"error,omitempty"`
 	// LoadBefore and LoadAfter are the machine's 1-minute load average
-	// before the plane started and after the operator stopped.
-	LoadBefore float64  `json:"loadBefore"`
-	LoadAfter  float64  `json:"loadAfter"`
-	Operator   *subject `json:"operator,omitempty"`
-	Limit      *subject `json:"limit,omitempty"`
+	// before the first plane started and after the last stopped.
+	LoadBefore float64 `json:"loadBefore"`
+	LoadAfter  float64 `json:"loadAfter"`
+	// Operators and Limits are the cold runs in the order run; only the
+	// last of each goes on to the later phases (rest, restart, changes,
+	// burst).
+	Operators []*subject `json:"operatorRuns,omitempty"`
+	Limits    []*subject `json:"limitRuns,omitempty"`
+	// Operator and Limit are the one run of each of a report from before
+	// -runs; decodeReport moves them into Operators and Limits.
+	Operator *subject `json:"operator,omitempty"`
+	Limit    *subject `json:"limit,omitempty"`
+}
+
+// lastRun is the run that went on to the later phases, nil if none ran.
+func lastRun(runs []*subject) *subject {
+	if len(runs) == 0 {
+		return nil
+	}
+	return runs[len(runs)-1]
+}
+
+// coldRuns are the runs whose cold start was measured.
+func coldRuns(runs []*subject) []*subject {
+	var out []*subject
+	for _, s := range runs {
+		if s != nil && s.Cold != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// spread is a figure over the runs: its median, least and greatest.
+type spread struct {
+	Median, Min, Max float64
+	Runs             int
+}
+
+// spreadOf is figure over runs; the zero spread for none.
+func spreadOf(runs []*subject, figure func(*subject) float64) spread {
+	var v []float64
+	for _, s := range runs {
+		v = append(v, figure(s))
+	}
+	if len(v) == 0 {
+		return spread{}
+	}
+	return spread{Median: median(v), Min: slices.Min(v), Max: slices.Max(v), Runs: len(v)}
+}
+
+// median is the middle value, the mean of the two middle ones for an even
+// count, 0 for none.
+func median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(values))
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
 }
 
 // subject is what was measured of the operator or of the limit. A nil part
@@ -47,18 +110,26 @@ type subject struct {
 	ColdSeconds  float64 `json:"coldSeconds"`
 	FirstSeconds float64 `json:"firstSeconds"`
 	Cold         *phase  `json:"cold,omitempty"`
-	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	// PeakRSSBytes is the process's VmHWM once cold: the operator's at
+	// "Caught up" (in a report from before -runs, after the rest too), the
+	// limit's after its cold pass.
+	PeakRSSBytes int64 `json:"peakRSSBytes"`
 	// ColdCPUSeconds is the process's CPU time (user and system) from its
 	// start to the last object converged: on a machine that runs the API
 	// server too, every client CPU second is taken from it.
 	ColdCPUSeconds float64 `json:"coldCPUSeconds,omitempty"`
+	// LoadBefore is the machine's 1-minute load average before this run's
+	// plane started.
+	LoadBefore float64 `json:"loadBefore,omitempty"`
 	// From the operator's "Caught up" log line of the cold start.
-	CaughtUpSeconds float64  `json:"caughtUpSeconds,omitempty"`
-	HeapInuseBytes  int64    `json:"heapInuseBytes,omitempty"`
-	Rest            *phase   `json:"rest,omitempty"`
-	Restart         *restart `json:"restart,omitempty"`
-	Edits           *edits   `json:"edits,omitempty"`
-	Burst           *burst   `json:"burst,omitempty"`
+	CaughtUpSeconds float64 `json:"caughtUpSeconds,omitempty"`
+	HeapInuseBytes  int64   `json:"heapInuseBytes,omitempty"`
+	Rest            *phase  `json:"rest,omitempty"`
+	// PeakRSSRestBytes is the operator's VmHWM after the rest.
+	PeakRSSRestBytes int64    `json:"peakRSSRestBytes,omitempty"`
+	Restart          *restart `json:"restart,omitempty"`
+	Edits            *edits   `json:"edits,omitempty"`
+	Burst            *burst   `json:"burst,omitempty"`
 	// PeakRSSAfterBytes is the restarted operator's peak, after the
 	// changes.
 	PeakRSSAfterBytes int64 `json:"peakRSSAfterBytes,omitempty"`
@@ -139,4 +210,25 @@ func rowsOf(m map[requestKey]int64) []row {
 		out = append(out, row{requestKey: k, Count: m[k]})
 	}
 	return out
+}
+
+// decodeReport reads a report's JSON, also one from before -runs (one run
+// of each client, in "operator" and "limit").
+func decodeReport(data []byte) (*report, error) {
+	rep := &report{}
+	if err := json.Unmarshal(data, rep); err != nil {
+		return nil, err
+	}
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		if len(r.Operators) == 0 && r.Operator != nil {
+			r.Operators = []*subject{r.Operator}
+		}
+		if len(r.Limits) == 0 && r.Limit != nil {
+			r.Limits = []*subject{r.Limit}
+		}
+		r.Operator, r.Limit = nil, nil
+	}
+	rep.Settings.Runs = max(rep.Settings.Runs, 1)
+	return rep, nil
 }
