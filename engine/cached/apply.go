@@ -21,7 +21,14 @@ func (c *Client) Apply(ctx context.Context, gvr schema.GroupVersionResource, ns,
 	if subresource != "" {
 		req = req.SubResource(subresource)
 	}
-	return req.SpecificallyVersionedParams(&opts, metav1.ParameterCodec, optionsVersion).Body(body).Do(ctx).Raw()
+	res := req.SpecificallyVersionedParams(&opts, metav1.ParameterCodec, optionsVersion).Body(body).Do(ctx)
+	// Error, not Raw's error: it decodes the API server's Status, so that
+	// the caller gets the StatusError (Forbidden, Conflict, Invalid...)
+	// the dynamic client gives.
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	return res.Raw()
 }
 
 // Applied decodes an apply's response, without its managedFields: they

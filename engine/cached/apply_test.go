@@ -1,9 +1,17 @@
 package cached
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // appliedDeployment is an apply's response as kube-apiserver sends it: the
@@ -80,4 +88,41 @@ func BenchmarkApplyResponse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestApplyErrors: an apply the API server refuses gives the StatusError
+// it sent (its reason and message), as the dynamic client does, so that
+// the callers' marks and messages hold; a success gives the body.
+func TestApplyErrors(t *testing.T) {
+	forbidden := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"l1\" is forbidden: User \"system:serviceaccount:ns:sa\" cannot patch resource \"deployments\"","reason":"Forbidden","details":{"name":"l1","group":"apps","kind":"deployments"},"code":403}`
+	var gotPath, gotType, gotQuery string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath, gotType, gotQuery = r.URL.Path, r.Header.Get("Content-Type"), r.URL.RawQuery
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/l1") {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(forbidden))
+			return
+		}
+		_, _ = w.Write([]byte(appliedDeployment))
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	opts := metav1.PatchOptions{FieldManager: "op", Force: ptr.To(true)}
+	_, err = c.Apply(t.Context(), gvr, "ns", "l1", "", []byte(`{}`), opts)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot patch resource "deployments"`) {
+		t.Fatalf("err = %v, want the Forbidden StatusError", err)
+	}
+	body, err := c.Apply(t.Context(), gvr, "ns", "web", "status", []byte(`{}`), opts)
+	if err != nil || string(body) != appliedDeployment {
+		t.Fatalf("body %d bytes, err %v", len(body), err)
+	}
+	if gotPath != "/apis/apps/v1/namespaces/ns/deployments/web/status" || gotType != "application/apply-patch+yaml" ||
+		!strings.Contains(gotQuery, "fieldManager=op") || !strings.Contains(gotQuery, "force=true") {
+		t.Fatalf("request %s %s ?%s", gotPath, gotType, gotQuery)
+	}
 }
