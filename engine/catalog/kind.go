@@ -82,6 +82,13 @@ type Spec struct {
 	// OverrideValues, for a Helm chart, are put over every object's values
 	// (its spec), as the Helm operator's watches.yaml field of that name.
 	OverrideValues map[string]any `json:"overrideValues,omitempty"`
+	// AdoptHelmReleases lets an object of a chart kind take over the
+	// objects of the Helm release of its name in its namespace (Helm's
+	// release annotations name them): how a release moves from helm
+	// install or the Helm operator to the engine (docs/helm.md). Off by
+	// default: it gives whoever may create the kind's objects in a
+	// namespace the power to take over that namespace's releases.
+	AdoptHelmReleases bool `json:"adoptHelmReleases,omitempty"`
 
 	// The kind's CRD, in short (engine/schema): `operator crd` and
 	// `run --install-crds` generate it from these fields (engine/crd). A
@@ -261,6 +268,8 @@ func Compile(name, source string, files layout.Files) (*Kind, error) {
 		return nil, err
 	} else if len(spec.OverrideValues) > 0 {
 		return nil, fmt.Errorf("%s: overrideValues: only a Helm chart has values (the folder has no %s)", KindFile, layout.ChartFile)
+	} else if spec.AdoptHelmReleases {
+		return nil, fmt.Errorf("%s: adoptHelmReleases: only a Helm chart has releases to take over (the folder has no %s)", KindFile, layout.ChartFile)
 	}
 	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
 		return nil, err

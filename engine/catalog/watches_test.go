@@ -181,6 +181,8 @@ func TestChartFolderRefusals(t *testing.T) {
 			wantErr: "dependencies not in charts/: db"},
 		{name: "overrideValues without a chart", files: map[string]string{"Chart.yaml": "", KindFile: "apiVersion: charts.example.com/v1\nkind: Web\noverrideValues: {a: 1}\n"},
 			wantErr: "only a Helm chart has values"},
+		{name: "adoptHelmReleases without a chart", files: map[string]string{"Chart.yaml": "", KindFile: "apiVersion: charts.example.com/v1\nkind: Web\nadoptHelmReleases: true\n"},
+			wantErr: "only a Helm chart has releases"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

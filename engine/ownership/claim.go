@@ -90,12 +90,13 @@ func objectPath(ns, name string) string {
 }
 
 // helmRelease reports whether existing belongs to the Helm release that
-// parent takes over: the release of parent's name in parent's namespace.
-// A Helm release of a cluster-scoped parent has no namespace of its own
-// to match, and is never taken over.
+// parent takes over: made by Helm (its managed-by label), for the release
+// of parent's name in parent's namespace. A Helm release of a
+// cluster-scoped parent has no namespace of its own to match, and is never
+// taken over.
 func helmRelease(existing metav1.Object, parent *unstructured.Unstructured) bool {
 	ann := existing.GetAnnotations()
-	return parent.GetNamespace() != "" &&
+	return parent.GetNamespace() != "" && existing.GetLabels()[LabelManagedBy] == "Helm" &&
 		ann[AnnotationHelmReleaseName] == parent.GetName() &&
 		ann[AnnotationHelmReleaseNamespace] == parent.GetNamespace()
 }

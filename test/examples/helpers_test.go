@@ -60,6 +60,8 @@ type kindFile struct {
 	// Readiness and order (docs/readiness.md).
 	DependsOn any `json:"dependsOn,omitempty"`
 	ReadyWhen any `json:"readyWhen,omitempty"`
+	// Helm charts (docs/helm.md).
+	AdoptHelmReleases bool `json:"adoptHelmReleases,omitempty"`
 }
 
 // lookupKind is one entry of kind.yaml lookups: a kind templates may read.
