@@ -364,3 +364,30 @@ func TestChartHookDeletePolicies(t *testing.T) {
 		t.Errorf("the migrate Job of version 2: %v", again.Object["status"])
 	}
 }
+
+// TestChartRefusesHelmReleaseWithoutOptIn: a chart kind without
+// adoptHelmReleases does not take over a Helm release's object of its
+// name: the object stays as Helm made it, and the parent says why.
+func TestChartRefusesHelmReleaseWithoutOptIn(t *testing.T) {
+	startKind(t, "testdata/templates/hooked")
+	ns := env.Namespace(t)
+	helmMade := env.Create(t, configMapGVR, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: r-app
+  labels: {app.kubernetes.io/managed-by: Helm}
+  annotations: {meta.helm.sh/release-name: r, meta.helm.sh/release-namespace: `+ns+`}
+data:
+  version: "0"
+`)
+	env.Create(t, hookedGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Hooked\nmetadata:\n  name: r\nspec:\n  version: \"1\"\n")
+	env.WaitCondition(t, hookedGVR, ns, "r", "Reconciled", "False", "OwnershipConflict", "ConfigMap", "r-app", "not owned by this Hooked")
+	cm, err := env.Get(t.Context(), configMapGVR, ns, "r-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedString(cm.Object, "data", "version"); v != "0" || cm.GetResourceVersion() != helmMade.GetResourceVersion() {
+		t.Errorf("Helm's ConfigMap was changed: version %q, resourceVersion %s -> %s", v, helmMade.GetResourceVersion(), cm.GetResourceVersion())
+	}
+}
