@@ -37,6 +37,7 @@ type runFlags struct {
 	stateNamespace string
 	fieldManager   string
 	qps            float32
+	compression    bool
 	burst          int
 	reload         time.Duration
 	budget         render.Budget
@@ -74,6 +75,10 @@ func NewRunCommand() *cobra.Command {
 	// limit only made the operator slower than the server (docs/benchmarks.md).
 	fl.Float32Var(&f.qps, "qps", -1, "client-side limit of queries per second to the API server (-1: none)")
 	fl.IntVar(&f.burst, "burst", 0, "burst of queries above --qps (with --qps > 0)")
+	// Uncompressed by default: an operator runs next to its API server,
+	// where decompressing every watch stream cost it 5.7% of its CPU, and
+	// kube-apiserver the compression (docs/performance.md).
+	fl.BoolVar(&f.compression, "api-compression", false, "ask the API server for gzip-compressed responses (for an API server across a slow link)")
 	fl.DurationVar(&f.reload, "reload-interval", controller.DefaultReloadInterval, "how often to look again for added, changed or removed kind folders, a safety net behind the file events of --templates and the watch of --configmap-selector (0: never); when the templates directory cannot be watched and this flag is not given: 5s")
 	fl.StringVar(&f.stateNamespace, "state-namespace", "", "namespace of the operator's own records (default: the Pod's namespace in-cluster, else the kubeconfig context's, else default)")
 	fl.DurationVar(&f.budget.Timeout, "render-timeout", render.DefaultTimeout, "wall time of one render; a render that outlives it is abandoned and reported")
@@ -200,6 +205,7 @@ func connect(f *runFlags) (*rest.Config, *kube.Client, error) {
 		f.stateNamespace = ownNamespace
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
+	cfg.DisableCompression = !f.compression
 	cfg.UserAgent = "operator/" + version
 	client, err := kube.New(cfg, f.fieldManager)
 	if err != nil {
