@@ -29,6 +29,8 @@ type limitReport struct {
 	Objects      int     `json:"objects"`
 	Seconds      float64 `json:"seconds"`
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
+	RSSAnonBytes int64   `json:"rssAnonBytes"`
+	RSSFileBytes int64   `json:"rssFileBytes"`
 	CPUSeconds   float64 `json:"cpuSeconds"`
 }
 
@@ -91,11 +93,16 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("limit: %w", err)
 	}
+	anon, file, err := rssSplit(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("limit: %w", err)
+	}
 	cpu, err := cpuSeconds(os.Getpid())
 	if err != nil {
 		return fmt.Errorf("limit: %w", err)
 	}
-	rep := limitReport{Objects: len(list.Items), Seconds: time.Since(start).Seconds(), PeakRSSBytes: peak, CPUSeconds: cpu}
+	rep := limitReport{Objects: len(list.Items), Seconds: time.Since(start).Seconds(), PeakRSSBytes: peak,
+		RSSAnonBytes: anon, RSSFileBytes: file, CPUSeconds: cpu}
 	if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 		return fmt.Errorf("limit: report: %w", err)
 	}

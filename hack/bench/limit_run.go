@@ -128,7 +128,7 @@ func (b *bench) measureLimit(ctx context.Context, n int, later bool) (*subject, 
 		return nil, fmt.Errorf("cold: %w", err)
 	}
 	s := &subject{ColdSeconds: last.Sub(started).Seconds(), FirstSeconds: first.Sub(started).Seconds(), PeakRSSBytes: rep.PeakRSSBytes,
-		ColdCPUSeconds: rep.CPUSeconds}
+		RSSAnonBytes: rep.RSSAnonBytes, RSSFileBytes: rep.RSSFileBytes, ColdCPUSeconds: rep.CPUSeconds}
 	if s.Cold, err = b.since(ctx, mk); err != nil {
 		return s, err
 	}

@@ -56,6 +56,20 @@ func vmHWM(pid int) (int64, error) {
 	return kb * 1024, nil
 }
 
+// rssSplit is what of process pid is resident now: anonymous memory (the
+// heap, stacks, the runtime's) and file pages (the binary's text and data,
+// shared and reclaimable, the same for one object as for 10,000).
+func rssSplit(pid int) (anon, file int64, err error) {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	if anon, err = procField(path, "RssAnon:"); err != nil {
+		return 0, 0, fmt.Errorf("resident memory of pid %d: %w", pid, err)
+	}
+	if file, err = procField(path, "RssFile:"); err != nil {
+		return 0, 0, fmt.Errorf("resident memory of pid %d: %w", pid, err)
+	}
+	return anon * 1024, file * 1024, nil
+}
+
 // peakRSSAtExit runs bin with args to its end and returns its VmHWM as it
 // exits. A child's ru_maxrss (what wait4 and /usr/bin/time report) would do
 // but for Go starting children with vfork: the kernel counts the parent's

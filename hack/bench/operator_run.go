@@ -123,6 +123,9 @@ func (b *bench) measureOperator(ctx context.Context, n int, later bool) (s *subj
 	if s.PeakRSSBytes, err = op.PeakRSS(); err != nil {
 		return s, fail(op, err)
 	}
+	if s.RSSAnonBytes, s.RSSFileBytes, err = rssSplit(op.PID()); err != nil {
+		return s, fail(op, err)
+	}
 	b.logf("operator: cold %.2fs (caught up %.2fs), first %.3fs, %d requests (%d writes), CPU %.2fs, peak RSS %d MiB, heap in use %d MiB",
 		s.ColdSeconds, s.CaughtUpSeconds, s.FirstSeconds, s.Cold.Measured, s.Cold.Writes, s.ColdCPUSeconds, s.PeakRSSBytes>>20, s.HeapInuseBytes>>20)
 	if !later {

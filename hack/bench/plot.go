@@ -23,7 +23,7 @@ var (
 // cold convergence time and peak RSS, the median of the cold runs with a
 // bar from the least to the greatest.
 func writePlot(path string, rep *report) error {
-	conv, err := panel("Cold convergence", "seconds", "goal (1.1× limit)", rep, func(s *subject) (float64, bool) {
+	conv, err := panel("Cold convergence", "seconds", fmt.Sprintf("goal (%.2f× limit)", goalConvergeRatio), rep, func(s *subject) (float64, bool) {
 		return s.ColdSeconds, s.Cold != nil
 	}, func(r runResult) (float64, bool) {
 		l := spreadOf(coldRuns(r.Limits), func(s *subject) float64 { return s.ColdSeconds })

@@ -114,6 +114,11 @@ type subject struct {
 	// "Caught up" (in a report from before -runs, after the rest too), the
 	// limit's after its cold pass.
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
+	// RSSAnonBytes and RSSFileBytes split what is resident when the peak
+	// is read: anonymous memory, which grows with the objects, and the
+	// binary's file pages, which do not.
+	RSSAnonBytes int64 `json:"rssAnonBytes,omitempty"`
+	RSSFileBytes int64 `json:"rssFileBytes,omitempty"`
 	// ColdCPUSeconds is the process's CPU time (user and system) from its
 	// start to the last object converged: on a machine that runs the API
 	// server too, every client CPU second is taken from it.
