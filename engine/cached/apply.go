@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,7 +22,21 @@ func (c *Client) Apply(ctx context.Context, gvr schema.GroupVersionResource, ns,
 	if subresource != "" {
 		req = req.SubResource(subresource)
 	}
-	res := req.SpecificallyVersionedParams(&opts, metav1.ParameterCodec, optionsVersion).Body(body).Do(ctx)
+	// The options as query parameters, set by hand: the parameter codec
+	// converts them by reflection, a few percent of the operator's CPU.
+	if opts.FieldManager != "" {
+		req = req.Param("fieldManager", opts.FieldManager)
+	}
+	if opts.Force != nil {
+		req = req.Param("force", strconv.FormatBool(*opts.Force))
+	}
+	for _, d := range opts.DryRun {
+		req = req.Param("dryRun", d)
+	}
+	if opts.FieldValidation != "" {
+		req = req.Param("fieldValidation", opts.FieldValidation)
+	}
+	res := req.Body(body).Do(ctx)
 	// Error, not Raw's error: it decodes the API server's Status, so that
 	// the caller gets the StatusError (Forbidden, Conflict, Invalid...)
 	// the dynamic client gives.

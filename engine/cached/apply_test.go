@@ -3,6 +3,8 @@ package cached
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -124,5 +126,40 @@ func TestApplyErrors(t *testing.T) {
 	if gotPath != "/apis/apps/v1/namespaces/ns/deployments/web/status" || gotType != "application/apply-patch+yaml" ||
 		!strings.Contains(gotQuery, "fieldManager=op") || !strings.Contains(gotQuery, "force=true") {
 		t.Fatalf("request %s %s ?%s", gotPath, gotType, gotQuery)
+	}
+}
+
+// TestApplyQuery: the options go on the wire as the parameter codec would
+// put them, for every field of PatchOptions.
+func TestApplyQuery(t *testing.T) {
+	var got url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.Query()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(appliedDeployment))
+	}))
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	for _, opts := range []metav1.PatchOptions{
+		{FieldManager: "op", Force: ptr.To(true)},
+		{FieldManager: "op", Force: ptr.To(false)},
+		{FieldManager: "op"},
+		{},
+		{FieldManager: "op", Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"},
+	} {
+		want, err := metav1.ParameterCodec.EncodeParameters(&opts, optionsVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Apply(t.Context(), gvr, "ns", "web", "", []byte(`{}`), opts); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("options %+v: query %v, want %v", opts, got, want)
+		}
 	}
 }

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"io"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	sigsjson "sigs.k8s.io/json"
 )
 
-// codec decodes LIST responses into *List, watch events' objects into
-// *Object, and anything else (a watch event's envelope, an error's
-// Status) as plain JSON into what the caller asks for. It skips what a
+// codec decodes LIST responses into *List, watch events' envelopes by
+// their bytes (decodeEvent) and their objects into *Object, and anything
+// else (an error's Status) as plain JSON into what the caller asks for. It skips what a
 // general serializer does first on every input: scanning the whole of it
 // for apiVersion and kind.
 type codec struct{}
@@ -30,6 +30,14 @@ func (codec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object
 		return o, nil, nil
 	case *List:
 		return into, nil, decodeList(data, into)
+	case *metav1.WatchEvent:
+		if decodeEvent(data, into) {
+			return into, nil, nil
+		}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, into); err != nil {
+			return nil, nil, fmt.Errorf("decode watch event: %w", err)
+		}
+		return into, nil, nil
 	case *Object:
 		o, err := decodeObject(data)
 		if err != nil {
@@ -62,7 +70,7 @@ func (negotiated) SupportedMediaTypes() []runtime.SerializerInfo {
 	return []runtime.SerializerInfo{{
 		MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json",
 		EncodesAsText: true, Serializer: codec{},
-		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: codec{}, Framer: jsonserializer.Framer},
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: codec{}, Framer: lineFramer{}},
 	}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,17 @@ type Client struct {
 
 	// lastReset is when the mapper's discovery was last reset (unix nanos).
 	lastReset atomic.Int64
+	// mappings remembers the mapper's answers (mappingKey to
+	// *meta.RESTMapping) until the next reset: the mapper takes a lock and
+	// walks every group's mappings on each call, several times an object.
+	mappings sync.Map
+}
+
+// mappingKey is a question to the mapper: a kind at one version, or at
+// the preferred one ("").
+type mappingKey struct {
+	gk      schema.GroupKind
+	version string
 }
 
 // resetInterval bounds how often a mapping miss may reset the discovery
@@ -237,10 +249,24 @@ func (c *Client) Preferred(m *meta.RESTMapping) (*meta.RESTMapping, error) {
 }
 
 func (c *Client) restMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	key, cacheable := mappingKey{gk: gk}, len(versions) <= 1
+	if len(versions) == 1 {
+		key.version = versions[0]
+	}
+	if cacheable {
+		if m, ok := c.mappings.Load(key); ok {
+			return m.(*meta.RESTMapping), nil
+		}
+	}
 	m, err := c.mapper.RESTMapping(gk, versions...)
 	if meta.IsNoMatchError(err) && c.mayReset() {
 		c.mapper.Reset()
+		// What was remembered came from the discovery just dropped.
+		c.mappings.Clear()
 		m, err = c.mapper.RESTMapping(gk, versions...)
+	}
+	if err == nil && cacheable {
+		c.mappings.Store(key, m)
 	}
 	return m, err
 }

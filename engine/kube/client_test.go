@@ -103,3 +103,50 @@ func TestForbiddenMarked(t *testing.T) {
 		})
 	}
 }
+
+// counting counts the questions that reach the mapper.
+type counting struct {
+	*resettable
+	calls int
+}
+
+func (c *counting) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	c.calls++
+	return c.resettable.RESTMapping(gk, versions...)
+}
+
+// TestMappingRemembered: a kind's mapping is asked of the mapper once
+// until a reset, at one version and at the preferred one alike; a reset
+// (a kind nobody served) forgets the answers of the discovery it drops.
+func TestMappingRemembered(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"}
+	r := &resettable{DefaultRESTMapper: meta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})}
+	r.Add(gvk, meta.RESTScopeNamespace)
+	m := &counting{resettable: r}
+	c := NewForClients(Clients{Mapper: m}, "op")
+	for range 3 {
+		if _, err := c.Mapping(gvk); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PreferredKind(gvk.GroupKind()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.calls != 2 {
+		t.Fatalf("%d questions reached the mapper, want 2 (one a key)", m.calls)
+	}
+	// The kind is served at another version now: only a reset tells.
+	v1 := schema.GroupVersionKind{Group: gvk.Group, Version: "v1", Kind: gvk.Kind}
+	r.DefaultRESTMapper = meta.NewDefaultRESTMapper([]schema.GroupVersion{v1.GroupVersion()})
+	r.pending = []schema.GroupVersionKind{v1}
+	if _, err := c.Mapping(schema.GroupVersionKind{Group: "x.io", Version: "v1", Kind: "Missing"}); !meta.IsNoMatchError(err) {
+		t.Fatalf("err = %v, want a no-match error", err)
+	}
+	if r.resets != 1 {
+		t.Fatalf("%d resets, want 1", r.resets)
+	}
+	got, err := c.PreferredKind(gvk.GroupKind())
+	if err != nil || got.GroupVersionKind.Version != "v1" {
+		t.Fatalf("after the reset: %v, %v; want the kind at v1", got, err)
+	}
+}
