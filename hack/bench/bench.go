@@ -28,6 +28,8 @@ type benchFlags struct {
 	out     string
 	render  string
 	profile string
+	// memProfile is -mem-profile.
+	memProfile string
 }
 
 // bench is one N's run: its control plane, its clients and where it keeps
@@ -54,6 +56,7 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.IntVar(&f.edits, "edits", 200, "single spec changes, one at a time, for the change latency")
 	fs.StringVar(&f.out, "out", "../../docs", "folder for the report's .md, .json and .png")
 	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's last cold run (cold start and rest) to this file, suffixed with N")
+	fs.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile of the operator's last cold run, as it exits after the rest, to this file, suffixed with N")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
 		return f, err

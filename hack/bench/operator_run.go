@@ -95,7 +95,10 @@ func (b *bench) measureOperator(ctx context.Context, n int, later bool) (s *subj
 	}
 	cold := args
 	if b.flags.profile != "" && later {
-		cold = append(slices.Clone(args), "--cpu-profile", fmt.Sprintf("%s.%d", b.flags.profile, n))
+		cold = append(slices.Clone(cold), "--cpu-profile", fmt.Sprintf("%s.%d", b.flags.profile, n))
+	}
+	if b.flags.memProfile != "" && later {
+		cold = append(slices.Clone(cold), "--mem-profile", fmt.Sprintf("%s.%d", b.flags.memProfile, n))
 	}
 	op, started, err := r.startOperator(b.bin, cold...)
 	if err != nil {

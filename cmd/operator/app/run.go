@@ -90,7 +90,7 @@ func NewRunCommand() *cobra.Command {
 	fl.DurationVar(&f.pruneDelay, "prune-confirm-delay", reconcile.DefaultPruneConfirmDelay, "how long a prune that would delete most of an object's children waits for a second render to agree")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	_ = fl.MarkHidden("cpu-profile")
-	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile to this file on exit")
+	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile to this file when the run is asked to stop, before the drain")
 	_ = fl.MarkHidden("mem-profile")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "before a kind starts or restarts, server-side apply its folder's CRD (crd.yaml, or generated from kind.yaml's schema) and wait until it is Established; a change that drops a served or stored version, or removes a field a stored object sets, is refused (docs/live.md)")
 	addLeaderFlags(fl, &f.leader)
@@ -186,11 +186,12 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		defer stopElection()
 	}
 	<-ctx.Done()
+	// The heap as it serves, caches whole: the drain below releases them.
+	profileErr := writeHeapProfile(f.memProfile)
 	log.Info("Shutting down: draining in-flight reconciles", "drainTimeout", f.drainTimeout)
 	mgr.Wait()
 	log.Info("Stopped")
-	defer runtime.KeepAlive(mgr)
-	return writeHeapProfile(f.memProfile)
+	return profileErr
 }
 
 // connect loads the client config and makes the one client every call of
