@@ -98,7 +98,7 @@ func BenchmarkApplyResponse(b *testing.B) {
 func TestApplyErrors(t *testing.T) {
 	forbidden := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"deployments.apps \"l1\" is forbidden: User \"system:serviceaccount:ns:sa\" cannot patch resource \"deployments\"","reason":"Forbidden","details":{"name":"l1","group":"apps","kind":"deployments"},"code":403}`
 	var gotPath, gotType, gotQuery string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := applyServer(t, func(w http.ResponseWriter, r *http.Request) {
 		gotPath, gotType, gotQuery = r.URL.Path, r.Header.Get("Content-Type"), r.URL.RawQuery
 		w.Header().Set("Content-Type", "application/json")
 		if strings.HasSuffix(r.URL.Path, "/l1") {
@@ -107,19 +107,13 @@ func TestApplyErrors(t *testing.T) {
 			return
 		}
 		_, _ = w.Write([]byte(appliedDeployment))
-	}))
-	defer srv.Close()
-	c, err := NewClient(&rest.Config{Host: srv.URL}, srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	})
 	opts := metav1.PatchOptions{FieldManager: "op", Force: ptr.To(true)}
-	_, err = c.Apply(t.Context(), gvr, "ns", "l1", "", []byte(`{}`), opts)
+	_, err := c.Apply(t.Context(), deployments, "ns", "l1", "", []byte(`{}`), opts)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot patch resource "deployments"`) {
 		t.Fatalf("err = %v, want the Forbidden StatusError", err)
 	}
-	body, err := c.Apply(t.Context(), gvr, "ns", "web", "status", []byte(`{}`), opts)
+	body, err := c.Apply(t.Context(), deployments, "ns", "web", "status", []byte(`{}`), opts)
 	if err != nil || string(body) != appliedDeployment {
 		t.Fatalf("body %d bytes, err %v", len(body), err)
 	}
@@ -133,17 +127,11 @@ func TestApplyErrors(t *testing.T) {
 // put them, for every field of PatchOptions.
 func TestApplyQuery(t *testing.T) {
 	var got url.Values
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := applyServer(t, func(w http.ResponseWriter, r *http.Request) {
 		got = r.URL.Query()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(appliedDeployment))
-	}))
-	defer srv.Close()
-	c, err := NewClient(&rest.Config{Host: srv.URL}, srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	})
 	for _, opts := range []metav1.PatchOptions{
 		{FieldManager: "op", Force: ptr.To(true)},
 		{FieldManager: "op", Force: ptr.To(false)},
@@ -155,11 +143,26 @@ func TestApplyQuery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Apply(t.Context(), gvr, "ns", "web", "", []byte(`{}`), opts); err != nil {
+		if _, err := c.Apply(t.Context(), deployments, "ns", "web", "", []byte(`{}`), opts); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("options %+v: query %v, want %v", opts, got, want)
 		}
 	}
+}
+
+// deployments is the resource the apply tests write.
+var deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// applyServer is a Client of an API server that answers with handler.
+func applyServer(t *testing.T, handler http.HandlerFunc) *Client {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(&rest.Config{Host: srv.URL}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
