@@ -90,10 +90,13 @@ fmt:
 ## bench: the engine's Go micro-benchmarks, then the operator against the
 ## limit (a minimal client doing exactly the requests the work needs) on a
 ## fresh etcd + kube-apiserver for each of BENCH_N objects (hack/bench); writes
-## docs/benchmarks.md, .json and .png. About 20 minutes with N=10,000 on
-## 2 cores; needs the control plane's binaries (make cluster-bin).
-## make bench BENCH_N=1000 for a shorter run; BENCH_KIND=chart measures the
-## BenchApp served by a Helm chart (docs/benchmarks-chart.md).
+## docs/benchmarks.md, .json and .png. Each client's cold run 3 times,
+## interleaved, verdicts on the medians: about 50 minutes for N=1,000 and
+## 10,000 on 2 cores; needs the control plane's binaries (make cluster-bin).
+## make bench BENCH_N=1000 for a shorter run (about 10 minutes);
+## BENCH_KIND=chart measures the BenchApp served by a Helm chart
+## (docs/benchmarks-chart.md). Each report's summary table shows the other
+## kind's rows from its report in docs/ (rewrite one with go run . -render).
 BENCH_N ?= 1000,10000
 BENCH_KIND ?= folder
 bench: cluster-bin
