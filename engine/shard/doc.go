@@ -9,6 +9,8 @@
 //	Ring (ring.go) ------ key -> owner, 1024 tokens a shard
 //	Decide (decide.go) -- (label, ring, self) -> keep, assign, hand over
 //	AssignPatch (labels.go): the one label write, with a resourceVersion precondition
+//	Sharder (sharder.go): the elected sharder's loop over one kind's Resource (resource.go)
+//	HandOverTo (resource.go): the holder's write of a move
 //
 // # Responsibilities
 //
@@ -37,10 +39,15 @@
 //     elected sharder assigns unassigned objects and those of dead shards;
 //     a live holder hands its object over itself, after it stopped
 //     reconciling it. One label write per object per move.
+//   - Run the sharder's loop over one kind (Sharder): label the unassigned
+//     objects as they come (a watch of the unlabelled ones only), and after
+//     every change of the ring move the objects of the shards confirmed
+//     dead; never write an object a live shard holds.
 //
 // # Not here
 //
-// The watches of parents and children by label, the sharder's election,
+// The watches of parents and children by label, the sharder's election
+// (and Members.Collect under it), the export of the sharder's Stats as
 // metrics, readiness and flags are the controller's and the command's
 // (docs/sharding.md, "State").
 //

@@ -1,0 +1,82 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+)
+
+// Resource is what the sharder needs of the objects of one kind: their
+// metadata, listed and watched across namespaces with the options given
+// (the sharder sets the label selector), and a JSON merge patch of one of
+// them. It is narrow on purpose: the engine has one metadata client per
+// kind already, and the sharder needs no more than the labels.
+type Resource interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	// Patch applies a JSON merge patch to the object namespace/name
+	// (namespace "" for a cluster-scoped kind). The error is the API
+	// server's, so that apierrors.IsConflict and IsNotFound see it.
+	Patch(ctx context.Context, namespace, name string, patch []byte) error
+}
+
+// MetadataResource is the Resource of gvr through client, in all
+// namespaces.
+func MetadataResource(client metadata.Interface, gvr schema.GroupVersionResource) Resource {
+	return metadataResource{client: client.Resource(gvr), gvr: gvr}
+}
+
+type metadataResource struct {
+	client metadata.Getter
+	gvr    schema.GroupVersionResource
+}
+
+var _ Resource = metadataResource{}
+
+func (r metadataResource) List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return r.client.List(ctx, opts)
+}
+
+func (r metadataResource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return r.client.Watch(ctx, opts)
+}
+
+func (r metadataResource) Patch(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := r.client.Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("patch %s %s: %w", r.gvr.Resource, objectName(namespace, name), err)
+	}
+	return nil
+}
+
+// objectName is namespace/name, or name alone for a cluster-scoped object.
+func objectName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// HandOverTo labels obj, which this replica's shard holds, for shard to: the
+// holder's one write of a move (Decide's HandOver; the name HandOver is the
+// Verb's), on the condition that
+// obj is still at the resourceVersion it was decided on. Call it only from
+// the worker of obj's key, after that worker stopped reconciling obj: the
+// write is the drain handshake, and the new holder starts as soon as it
+// sees the label. A Conflict means obj changed (or the sharder moved it)
+// since: read it again and decide again.
+func HandOverTo(ctx context.Context, res Resource, obj metav1.Object, to string) error {
+	patch, err := AssignPatch(to, obj.GetResourceVersion())
+	if err != nil {
+		return fmt.Errorf("hand %s over to shard %s: %w", objectName(obj.GetNamespace(), obj.GetName()), to, err)
+	}
+	if err := res.Patch(ctx, obj.GetNamespace(), obj.GetName(), patch); err != nil {
+		return fmt.Errorf("hand %s over to shard %s: %w", objectName(obj.GetNamespace(), obj.GetName()), to, err)
+	}
+	return nil
+}

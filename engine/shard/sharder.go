@@ -1,0 +1,312 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// sharderWorkers is how many new objects the sharder labels at once: the
+// writes are small and independent, and two keep a burst of creations
+// from waiting on one round trip each without crowding the API server.
+const sharderWorkers = 2
+
+// listPage is the page size of the sharder's list of a dead shard's
+// objects, so that a shard of 10,000 objects is not one response.
+const listPage = 500
+
+// Stats are the sharder's counters since it started: the metrics the
+// wiring exports.
+type Stats struct {
+	// Assigned: unassigned objects labelled with a shard.
+	Assigned uint64
+	// Reassigned: objects of dead shards labelled with a live one.
+	Reassigned uint64
+	// Conflicts: label writes refused because the object had changed
+	// since it was read; each is read and decided again.
+	Conflicts uint64
+}
+
+// Sharder is the elected sharder's loop over the objects of one kind: it
+// labels the unassigned ones with their owner on the ring, and moves the
+// objects of dead shards to live ones. Objects held by a live shard are
+// never its to write: their holder hands them over (HandOver).
+type Sharder struct {
+	res         Resource
+	members     *Members
+	group, kind string
+	retry       time.Duration // between passes while a shard is not yet confirmed dead
+
+	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	store cache.Store // the unassigned objects, set by Run
+
+	assigned, reassigned, conflicts atomic.Uint64
+}
+
+// NewSharder is the sharder of the objects of res, of kind in group, over
+// the ring members watches (started). Run runs it.
+func NewSharder(res Resource, members *Members, group, kind string) *Sharder {
+	return &Sharder{
+		res: res, members: members, group: group, kind: kind,
+		retry: members.cfg.RetryPeriod,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sharder-" + kind}),
+	}
+}
+
+// Stats is a snapshot of the counters.
+func (s *Sharder) Stats() Stats {
+	return Stats{Assigned: s.assigned.Load(), Reassigned: s.reassigned.Load(), Conflicts: s.conflicts.Load()}
+}
+
+// Run assigns until ctx ends (the sharder's election lost, or the process
+// stopping), then returns once its workers stopped. Call it once: the
+// queue is shut down on return.
+//
+// New objects come through a watch of the unassigned ones only (the label
+// absent): the sharder holds none of the assigned objects in memory, and
+// an object leaves its cache as soon as it is labelled. The objects of
+// dead shards are listed, not watched, once per change of the ring: they
+// only appear when a shard leaves.
+func (s *Sharder) Run(ctx context.Context) error {
+	log := klog.FromContext(ctx).WithValues("group", s.group, "kind", s.kind)
+	ctx = klog.NewContext(ctx, log)
+	defer s.queue.ShutDown()
+
+	unassigned := "!" + ShardLabel
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = unassigned
+			l, err := s.res.List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = unassigned
+			return s.res.Watch(ctx, o)
+		},
+	}, s.res)
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{})
+	// Handlers only enqueue: the worker reads the object from the cache.
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.enqueue,
+		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
+	}); err != nil {
+		return fmt.Errorf("sharder of %s: watch unassigned objects: %w", s.kind, err)
+	}
+	s.store = inf.GetStore()
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("sharder of %s: list unassigned objects: %w", s.kind, context.Cause(ctx))
+	}
+
+	var wg sync.WaitGroup
+	for range sharderWorkers {
+		wg.Go(func() { wait.UntilWithContext(ctx, s.work, time.Second) })
+	}
+	log.Info("Sharder running", "unassigned", len(s.store.ListKeys()))
+	s.rebalance(ctx)
+	s.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (s *Sharder) enqueue(obj any) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	s.queue.Add(cache.MetaObjectToName(m))
+}
+
+// rebalance runs a pass at the start and at every change of the ring:
+// unassigned objects waiting for a live shard are queued again, and the
+// objects of shards that left are moved once those are confirmed dead.
+// While a shard is not yet confirmed, or a write failed, the pass is run
+// again every retry period: a shard's death is not a change of the ring.
+func (s *Sharder) rebalance(ctx context.Context) {
+	for {
+		ring, changed := s.members.Ring()
+		for _, key := range s.store.ListKeys() {
+			if name, err := cache.ParseObjectName(key); err == nil {
+				s.queue.Add(name)
+			}
+		}
+		var again <-chan time.Time
+		if s.reassign(ctx, ring) {
+			again = time.After(s.retry)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-again:
+		}
+	}
+}
+
+// reassign moves the objects of the shards not on ring to their owners on
+// ring, each shard's once Members.Dead confirmed it (one read per shard).
+// It reports whether a pass must come again: a shard not confirmed yet,
+// or a read or a write that failed.
+func (s *Sharder) reassign(ctx context.Context, ring *Ring) (again bool) {
+	log := klog.FromContext(ctx)
+	live := ring.Shards()
+	if len(live) == 0 {
+		return false // nowhere to move to: the next ring will have a shard
+	}
+	// Only the objects of shards not live: those of live shards are
+	// their holders'.
+	selector := ShardLabel + "," + ShardLabel + " notin (" + strings.Join(live, ",") + ")"
+	byShard := map[string][]*metav1.PartialObjectMetadata{}
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: listPage}
+	for {
+		l, err := s.res.List(ctx, opts)
+		if err != nil {
+			log.Error(err, "Cannot list the objects of dead shards", "selector", selector)
+			return true
+		}
+		for i := range l.Items {
+			o := &l.Items[i]
+			byShard[o.Labels[ShardLabel]] = append(byShard[o.Labels[ShardLabel]], o)
+		}
+		if opts.Continue = l.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	ids := make([]string, 0, len(byShard))
+	for id := range byShard {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		dead, err := s.members.Dead(ctx, id)
+		if err != nil {
+			log.Error(err, "Cannot confirm a shard dead", "shard", id)
+			again = true
+			continue
+		}
+		if !dead {
+			// Left the ring (its Lease vanished, or this process's
+			// view expired it) but may still be working.
+			log.V(2).Info("Shard left the ring, not confirmed dead yet", "shard", id, "objects", len(byShard[id]))
+			again = true
+			continue
+		}
+		// Dead may have refreshed the ring: decide on the newest.
+		cur, _ := s.members.Ring()
+		moved := 0
+		for _, o := range byShard[id] {
+			act := Decide(s.object(o), cur, cur.Has, "")
+			if act.Verb != Assign {
+				again = again || cur.Len() == 0
+				continue
+			}
+			switch err := s.assign(ctx, o, act.To); {
+			case err == nil:
+				s.reassigned.Add(1)
+				moved++
+			case apierrors.IsConflict(err):
+				// Changed since the list: the next pass reads it again.
+				s.conflicts.Add(1)
+				again = true
+			case apierrors.IsNotFound(err):
+			default:
+				log.Error(err, "Cannot reassign an object of a dead shard", "object", klog.KRef(o.Namespace, o.Name), "from", id, "to", act.To)
+				again = true
+			}
+		}
+		log.Info("Reassigned the objects of a dead shard", "shard", id, "objects", moved, "of", len(byShard[id]))
+	}
+	return again
+}
+
+// work labels queued unassigned objects until the queue shuts down.
+func (s *Sharder) work(ctx context.Context) {
+	for s.next(ctx) {
+	}
+}
+
+func (s *Sharder) next(ctx context.Context) bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+	if err := s.assignNew(ctx, key); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot assign an object", "object", key)
+		s.queue.AddRateLimited(key)
+		return true
+	}
+	s.queue.Forget(key)
+	return true
+}
+
+// assignNew labels the unassigned object key with its owner. Not in the
+// cache: assigned or deleted since it was queued. No live owner: the next
+// ring queues it again. A Conflict or NotFound is no failure: the informer
+// delivers the newer version (queued again if it is still unassigned) or
+// the deletion.
+func (s *Sharder) assignNew(ctx context.Context, key cache.ObjectName) error {
+	obj, ok, err := s.store.GetByKey(key.String())
+	if err != nil || !ok {
+		return nil
+	}
+	o, isMeta := obj.(*metav1.PartialObjectMetadata)
+	if !isMeta {
+		return nil
+	}
+	ring, _ := s.members.Ring()
+	act := Decide(s.object(o), ring, ring.Has, "")
+	if act.Verb != Assign {
+		return nil
+	}
+	switch err := s.assign(ctx, o, act.To); {
+	case err == nil:
+		s.assigned.Add(1)
+		klog.FromContext(ctx).V(4).Info("Assigned", "object", klog.KRef(o.Namespace, o.Name), "shard", act.To)
+		return nil
+	case apierrors.IsConflict(err):
+		s.conflicts.Add(1)
+		klog.FromContext(ctx).V(4).Info("Object changed before it was assigned; waiting for the newer version", "object", klog.KRef(o.Namespace, o.Name))
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	default:
+		return err
+	}
+}
+
+// assign writes o's label for shard to, on the condition that o is still
+// the version read.
+func (s *Sharder) assign(ctx context.Context, o *metav1.PartialObjectMetadata, to string) error {
+	patch, err := AssignPatch(to, o.ResourceVersion)
+	if err != nil {
+		return fmt.Errorf("assign %s to shard %s: %w", objectName(o.Namespace, o.Name), to, err)
+	}
+	if err := s.res.Patch(ctx, o.Namespace, o.Name, patch); err != nil {
+		return fmt.Errorf("assign %s to shard %s: %w", objectName(o.Namespace, o.Name), to, err)
+	}
+	return nil
+}
+
+// object is what Decide needs of o.
+func (s *Sharder) object(o *metav1.PartialObjectMetadata) Object {
+	return Object{Key: Key(s.group, s.kind, o.Namespace, o.Name), Shard: o.Labels[ShardLabel], Deleting: o.DeletionTimestamp != nil}
+}
