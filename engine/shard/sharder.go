@@ -53,6 +53,13 @@ type Sharder struct {
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	store cache.Store // the unassigned objects, set by Run
 
+	// labelled holds the version of each object this sharder labelled
+	// that the watch has not yet taken out of store: a pass over store
+	// in that window (a ring change) must not write it a second time,
+	// which would only come back as a Conflict.
+	labelledMu sync.Mutex
+	labelled   map[cache.ObjectName]string
+
 	assigned, reassigned, conflicts atomic.Uint64
 }
 
@@ -61,7 +68,8 @@ type Sharder struct {
 func NewSharder(res Resource, members *Members, group, kind string) *Sharder {
 	return &Sharder{
 		res: res, members: members, group: group, kind: kind,
-		retry: members.cfg.RetryPeriod,
+		retry:    members.cfg.RetryPeriod,
+		labelled: map[cache.ObjectName]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sharder-" + kind}),
@@ -107,6 +115,7 @@ func (s *Sharder) Run(ctx context.Context) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.enqueue,
 		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
+		DeleteFunc: s.forget,
 	}); err != nil {
 		return fmt.Errorf("sharder of %s: watch unassigned objects: %w", s.kind, err)
 	}
@@ -133,6 +142,42 @@ func (s *Sharder) enqueue(obj any) {
 		return
 	}
 	s.queue.Add(cache.MetaObjectToName(m))
+}
+
+// forget drops what the sharder remembers of an object that left its
+// cache: labelled (by it or another) or deleted.
+func (s *Sharder) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	s.labelledMu.Lock()
+	delete(s.labelled, cache.MetaObjectToName(m))
+	s.labelledMu.Unlock()
+}
+
+// alreadyLabelled reports whether o, at its version, was labelled by this
+// sharder.
+func (s *Sharder) alreadyLabelled(key cache.ObjectName, o *metav1.PartialObjectMetadata) bool {
+	s.labelledMu.Lock()
+	defer s.labelledMu.Unlock()
+	return s.labelled[key] == o.ResourceVersion
+}
+
+// remember records that o was labelled at its version, unless the watch
+// has already taken it out of the cache: its deletion is handled (forget)
+// only after the store changed, so an entry made here is always dropped.
+func (s *Sharder) remember(key cache.ObjectName, o *metav1.PartialObjectMetadata) {
+	s.labelledMu.Lock()
+	defer s.labelledMu.Unlock()
+	if cur, ok, _ := s.store.GetByKey(key.String()); ok {
+		if m, isMeta := cur.(*metav1.PartialObjectMetadata); isMeta && m.ResourceVersion == o.ResourceVersion {
+			s.labelled[key] = o.ResourceVersion
+		}
+	}
 }
 
 // rebalance runs a pass at the start and at every change of the ring:
@@ -269,7 +314,7 @@ func (s *Sharder) assignNew(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 	o, isMeta := obj.(*metav1.PartialObjectMetadata)
-	if !isMeta {
+	if !isMeta || s.alreadyLabelled(key, o) {
 		return nil
 	}
 	ring, _ := s.members.Ring()
@@ -280,6 +325,7 @@ func (s *Sharder) assignNew(ctx context.Context, key cache.ObjectName) error {
 	switch err := s.assign(ctx, o, act.To); {
 	case err == nil:
 		s.assigned.Add(1)
+		s.remember(key, o)
 		klog.FromContext(ctx).V(4).Info("Assigned", "object", klog.KRef(o.Namespace, o.Name), "shard", act.To)
 		return nil
 	case apierrors.IsConflict(err):

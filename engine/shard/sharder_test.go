@@ -254,12 +254,14 @@ func TestSharderAssignNew(t *testing.T) {
 		cached  bool // in the informer's cache of unassigned objects
 		fail    func(cache.ObjectName) error
 		noShard bool
+		twice   bool // queued again before the watch took it out of the cache
 		sent    bool
 		stats   Stats
 		wantErr bool // requeued, rate-limited
 	}{
 		{name: "unassigned: labelled with its owner", cached: true, sent: true, stats: Stats{Assigned: 1}},
 		{name: "assigned or deleted since it was queued: nothing", cached: false},
+		{name: "queued again before the watch saw the label: one write", cached: true, twice: true, sent: true, stats: Stats{Assigned: 1}},
 		{name: "conflict: counted, the newer version comes through the watch", cached: true,
 			fail: status(apierrors.NewConflict(gr, "o1", errors.New("modified"))), stats: Stats{Conflicts: 1}},
 		{name: "not found: deleted meanwhile", cached: true, fail: status(apierrors.NewNotFound(gr, "o1"))},
@@ -286,6 +288,9 @@ func TestSharderAssignNew(t *testing.T) {
 				}
 			}
 			err := s.assignNew(t.Context(), cache.ObjectName{Namespace: "ns", Name: "o1"})
+			if tc.twice && err == nil {
+				err = s.assignNew(t.Context(), cache.ObjectName{Namespace: "ns", Name: "o1"})
+			}
 			if (err != nil) != tc.wantErr {
 				t.Errorf("error %v; want one: %v", err, tc.wantErr)
 			}
