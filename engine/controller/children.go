@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,7 @@ import (
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/shard"
 )
 
 // syncTimeout bounds how long a reconcile waits for a new watch to list
@@ -47,6 +49,10 @@ type childWatches struct {
 	client    *kube.Client // the operator's own
 	manager   string
 	namespace string
+	// shard is this replica's shard (run --sharding); "": not sharded.
+	// A sharded replica watches only the children its shard applied, so
+	// a name missing from its caches is read from the server (Missed).
+	shard string
 	// route enqueues the parent of a child that changed.
 	route   func(p ownership.Parent)
 	applier *apply.Applier
@@ -63,7 +69,10 @@ type childWatch struct {
 	kinds map[schema.GroupKind]bool
 }
 
-var _ apply.Cache = (*childWatches)(nil)
+var (
+	_ apply.Cache   = (*childWatches)(nil)
+	_ apply.Partial = (*childWatches)(nil)
+)
 
 // kindKey is the context key of the kind a call is made for.
 type kindKey struct{}
@@ -125,6 +134,9 @@ func (w *childWatches) watch(ctx context.Context, m *meta.RESTMapping) *childWat
 		ns = w.namespace
 	}
 	selector := ownership.ManagedSelector(w.manager)
+	if w.shard != "" {
+		selector += "," + shard.HeldByLabel + "=" + w.shard
+	}
 	cw := &childWatch{
 		ours: w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: selector},
 			cache.Indexers{parentUIDIndex: byParentUID},
@@ -272,6 +284,20 @@ func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string)
 	}
 	m, ok := o.(metav1.Object)
 	return m, ok
+}
+
+// Missed implements apply.Partial: complete caches (not sharded) miss
+// nothing; a sharded replica's miss may be another shard's child, read
+// live as the operator, as the watches are.
+func (w *childWatches) Missed(ctx context.Context, m *meta.RESTMapping, namespace, name string) (*unstructured.Unstructured, error) {
+	if w.shard == "" {
+		return nil, nil
+	}
+	live, err := w.client.Get(ctx, m, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return live, err
 }
 
 // Children implements apply.Cache.

@@ -37,6 +37,12 @@ type kindController struct {
 	stats        *reconcile.Stats
 	minRequeue   time.Duration
 	drainTimeout time.Duration
+	// sharding is the ring this replica is a shard of; nil: not sharded.
+	sharding *Sharding
+	// operator is the operator's own client: a sharded kind's shard
+	// labels are written as the operator, not as the kind's account.
+	operator *kube.Client
+	shards   shardState
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -85,7 +91,7 @@ func (c *kindController) run(ctx context.Context) {
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.kind.GVK.GroupKind().String()})
-	selector := c.kind.ObjectSelector()
+	selector := c.selector()
 	watch := c.watches.acquire(c.client, watchKey{gvr: mapping.Resource, namespace: c.namespace, selector: selector}, nil, c.handler(queue))
 	c.mu.Lock()
 	c.queue, c.watch = queue, watch
@@ -96,6 +102,10 @@ func (c *kindController) run(ctx context.Context) {
 	// needs the whole list waits for it: the catch-up count and the sweep.
 	caught := newCatchUp(log, start)
 	go c.whenListed(ctx, mapping, watch, caught)
+	if c.sharding != nil {
+		go c.followRing(ctx, watch, queue)
+		go c.runSharder(ctx, mapping)
+	}
 
 	// Workers get a context of their own, so that stopping lets in-flight
 	// reconciles finish their writes (drain) instead of cutting them off.
@@ -137,6 +147,7 @@ func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cach
 			if o, ok := obj.(metav1.Object); ok {
 				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), name: cache.MetaObjectToName(o)})
 				c.reconciler.Forget(o.GetUID())
+				c.shards.forget(cache.MetaObjectToName(o))
 			}
 		},
 	}
@@ -297,6 +308,11 @@ func (c *kindController) reconcileKey(ctx context.Context, key cache.ObjectName)
 	}
 	if !exists {
 		return res, nil // deleted: garbage collection takes its children
+	}
+	if c.sharding != nil {
+		if held, res, err := c.holds(ctx, key, obj.(*cached.Object)); !held {
+			return res, err
+		}
 	}
 	u, err := obj.(*cached.Object).Object()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/shard"
 )
 
 // Options configure a Manager.
@@ -73,6 +74,24 @@ type Options struct {
 	// kind's last good version goes on serving. A standby replica does not
 	// call it: the leader installs.
 	InstallCRD func(ctx context.Context, k *catalog.Kind) error
+	// Sharding runs the Manager as one shard of a ring (run --sharding):
+	// it serves only the objects labelled with its shard, and applies
+	// children labelled so. nil: every object (and Standby, if set).
+	Sharding *Sharding
+}
+
+// Sharding is what a sharded Manager needs of its ring (engine/shard).
+type Sharding struct {
+	// ID is this replica's shard, whose Lease the caller holds (shard.Join):
+	// the caller must stop every write of this process when it loses it.
+	ID string
+	// Members are the ring's live shards, started.
+	Members *shard.Members
+	// Sharder is closed once this replica is elected the ring's sharder:
+	// from then on each kind runs a shard.Sharder that assigns its
+	// unassigned objects and moves those of dead shards. The caller ends
+	// the process when the election is lost.
+	Sharder <-chan struct{}
 }
 
 // Defaults of Options.
@@ -152,7 +171,7 @@ func NewManagerForClient(ctx context.Context, client *kube.Client, opts Options)
 		m.Lead()
 	}
 	m.children = &childWatches{
-		ctx: ctx, set: m.watches, client: client, manager: opts.FieldManager, namespace: opts.Namespace,
+		ctx: ctx, set: m.watches, client: client, manager: opts.FieldManager, namespace: opts.Namespace, shard: opts.shardID(),
 		route: m.routeChild,
 		byGR:  map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
 	}
@@ -164,6 +183,14 @@ func NewManagerForClient(ctx context.Context, client *kube.Client, opts Options)
 		reads:     map[schema.GroupVersionResource]map[parentRef][]read{},
 	}
 	return m, nil
+}
+
+// shardID is this replica's shard, "" when not sharded.
+func (o Options) shardID() string {
+	if o.Sharding == nil {
+		return ""
+	}
+	return o.Sharding.ID
 }
 
 func withDefaults(opts Options) Options {
@@ -209,13 +236,14 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		kind: k, client: client, cancel: cancel, done: make(chan struct{}),
 		namespace: m.opts.Namespace, watches: m.watches, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
-		stats: m.statsOf(gk),
+		stats: m.statsOf(gk), sharding: m.opts.Sharding, operator: m.base,
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
 		Lookups:   &kindLookups{w: m.lookups, client: client, kind: k, bounds: m.bounds()},
 		Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
 		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
+		Shard: m.opts.shardID(),
 	}
 	if k.Chart != nil {
 		kc.reconciler.Cluster = m.cluster(ctx, client)

@@ -215,6 +215,10 @@ func (c *Client) Core() typedcorev1.CoreV1Interface { return c.core }
 // the methods of Client, which map kinds with Mapping's reset-on-miss.
 func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
 
+// Metadata returns the metadata-only client, nil for a Client of fakes:
+// what writes the shard labels (engine/shard), which need no content.
+func (c *Client) Metadata() metadata.Interface { return c.metadata }
+
 // Mapping returns the resource and scope of gvk. A miss resets the cached
 // discovery and asks again, so a CRD installed after start-up is seen; at
 // most once per resetInterval, so that a kind nobody serves fails fast

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/shard"
 )
 
 // Source is where the per-kind counters are read at scrape time; a
@@ -25,6 +26,14 @@ type Source interface {
 // from its watch's cache: operator_objects.
 type ObjectCounter interface {
 	Objects(gk schema.GroupKind) map[string]int
+}
+
+// ShardCounter is a Source run as one shard of a ring (run --sharding):
+// its shard, and each kind's sharder counters while this replica is the
+// ring's sharder.
+type ShardCounter interface {
+	Shard() string
+	SharderStats(gk schema.GroupKind) (shard.Stats, bool)
 }
 
 // The values of the result label of operator_reconcile_total.
@@ -156,11 +165,22 @@ var (
 		"Total number of children deleted per kind because no template renders them any more, or their parent is gone.", []string{"kind"}, nil)
 	statusWritesDesc = prometheus.NewDesc("operator_status_writes_total",
 		"Total number of status writes per kind.", []string{"kind"}, nil)
+	shardInfoDesc = prometheus.NewDesc("operator_shard_info",
+		"The shard this replica holds (run --sharding): its objects are those labelled shard.tmplop.io/shard=<shard>.", []string{"shard"}, nil)
+	handoversDesc = prometheus.NewDesc("operator_shard_handovers_total",
+		"Total number of objects per kind this replica's shard handed over to another shard (its moves out).", []string{"kind"}, nil)
+	sharderAssignedDesc = prometheus.NewDesc("operator_sharder_assigned_total",
+		"Total number of unassigned objects per kind the sharder labelled with a shard, since it was elected.", []string{"kind"}, nil)
+	sharderReassignedDesc = prometheus.NewDesc("operator_sharder_reassigned_total",
+		"Total number of objects per kind the sharder moved from a dead shard to a live one, since it was elected.", []string{"kind"}, nil)
+	sharderConflictsDesc = prometheus.NewDesc("operator_sharder_conflicts_total",
+		"Total number of the sharder's label writes per kind refused because the object had changed since it was read.", []string{"kind"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc, objectsDesc} {
+	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc, objectsDesc,
+		shardInfoDesc, handoversDesc, sharderAssignedDesc, sharderReassignedDesc, sharderConflictsDesc} {
 		ch <- d
 	}
 }
@@ -169,6 +189,11 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	sc, sharded := c.src.(ShardCounter)
+	sharded = sharded && sc.Shard() != ""
+	if sharded {
+		ch <- prometheus.MustNewConstMetric(shardInfoDesc, prometheus.GaugeValue, 1, sc.Shard())
 	}
 	for _, gk := range c.src.Kinds() {
 		s := c.src.Stats(gk)
@@ -186,6 +211,14 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(childAppliesDesc, s.ChildSkips.Load(), k, ApplySkipped)
 		counter(prunesDesc, s.Pruned.Load(), k)
 		counter(statusWritesDesc, s.StatusWrites.Load(), k)
+		if sharded {
+			counter(handoversDesc, s.HandedOver.Load(), k)
+			if st, ok := sc.SharderStats(gk); ok {
+				counter(sharderAssignedDesc, int64(st.Assigned), k)
+				counter(sharderReassignedDesc, int64(st.Reassigned), k)
+				counter(sharderConflictsDesc, int64(st.Conflicts), k)
+			}
+		}
 		if oc, ok := c.src.(ObjectCounter); ok {
 			for ready, n := range oc.Objects(gk) {
 				if ready == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/tmplop/operator/engine/requeue"
+	"github.com/tmplop/operator/engine/shard"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,10 @@ type Policy struct {
 	AllowOutside bool
 	// Bounds hold whatever AllowOutside says.
 	Bounds Bounds
+	// Shard is the shard of the replica that applies the children (run
+	// --sharding), written on each as shard.HeldByLabel: a replica
+	// watches only its own shard's children. "": not sharded.
+	Shard string
 }
 
 // OutsideError is a child the parent may not have: outside its namespace
@@ -112,6 +117,9 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 	}
 	labels[LabelManagedBy] = pol.Manager
 	labels[LabelParentUID] = string(parent.GetUID())
+	if pol.Shard != "" {
+		labels[shard.HeldByLabel] = pol.Shard
+	}
 	child.SetLabels(labels)
 	ann := child.GetAnnotations()
 	if ann == nil {

@@ -48,6 +48,9 @@ type Reconciler struct {
 	Manager string
 	// Bounds are where no child may go, whatever the kind allows.
 	Bounds ownership.Bounds
+	// Shard is this replica's shard (run --sharding), written on every
+	// child; "": not sharded.
+	Shard string
 	// Budget is the operator's render budget; kind.yaml may override it.
 	Budget render.Budget
 	// Cluster is what a chart's templates see as .Capabilities.
@@ -68,7 +71,7 @@ type Reconciler struct {
 
 // policy is what every plan of r is adopted under.
 func (r *Reconciler) policy() ownership.Policy {
-	return ownership.Policy{Manager: r.Manager, Bounds: r.Bounds}
+	return ownership.Policy{Manager: r.Manager, Bounds: r.Bounds, Shard: r.Shard}
 }
 
 // Result tells the controller when to reconcile the object again.

@@ -28,6 +28,9 @@ type Stats struct {
 	// and failures not retried with backoff (TerminalError).
 	Succeeded atomic.Int64
 	Terminal  atomic.Int64
+	// HandedOver counts the objects this replica's shard handed over to
+	// another shard (run --sharding): its moves out.
+	HandedOver atomic.Int64
 }
 
 func (s *Stats) add(c *atomic.Int64) {

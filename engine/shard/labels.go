@@ -15,6 +15,11 @@ const (
 	// replica that may reconcile it (and, once the controller labels them,
 	// its children). Absent: not assigned yet.
 	ShardLabel = "shard.tmplop.io/shard"
+	// HeldByLabel on a child names the shard that applied it, so that
+	// each replica watches only its own shard's children. It is a label
+	// of its own, not ShardLabel: a child may be an object of a sharded
+	// kind itself, whose ShardLabel is the sharder's to write.
+	HeldByLabel = "shard.tmplop.io/held-by"
 	// RingLabel on a Lease names the ring the shard belongs to (the
 	// operator's field manager), so that Members watches only its own
 	// ring's Leases.

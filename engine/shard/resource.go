@@ -25,25 +25,41 @@ type Resource interface {
 	Patch(ctx context.Context, namespace, name string, patch []byte) error
 }
 
-// MetadataResource is the Resource of gvr through client, in all
-// namespaces.
-func MetadataResource(client metadata.Interface, gvr schema.GroupVersionResource) Resource {
-	return metadataResource{client: client.Resource(gvr), gvr: gvr}
+// MetadataResource is the Resource of gvr through client, in namespace
+// ("" for all), of the objects that match selector ("" for all) as well
+// as the sharder's own selector: a kind's objects are those its folder
+// selects, in the namespaces the operator watches.
+func MetadataResource(client metadata.Interface, gvr schema.GroupVersionResource, namespace, selector string) Resource {
+	return metadataResource{client: client.Resource(gvr), gvr: gvr, namespace: namespace, selector: selector}
 }
 
 type metadataResource struct {
-	client metadata.Getter
-	gvr    schema.GroupVersionResource
+	client    metadata.Getter
+	gvr       schema.GroupVersionResource
+	namespace string
+	selector  string
 }
 
 var _ Resource = metadataResource{}
 
+// confine adds the resource's own selector to the sharder's.
+func (r metadataResource) confine(opts metav1.ListOptions) metav1.ListOptions {
+	switch {
+	case r.selector == "":
+	case opts.LabelSelector == "":
+		opts.LabelSelector = r.selector
+	default:
+		opts.LabelSelector += "," + r.selector
+	}
+	return opts
+}
+
 func (r metadataResource) List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return r.client.List(ctx, opts)
+	return r.client.Namespace(r.namespace).List(ctx, r.confine(opts))
 }
 
 func (r metadataResource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return r.client.Watch(ctx, opts)
+	return r.client.Namespace(r.namespace).Watch(ctx, r.confine(opts))
 }
 
 func (r metadataResource) Patch(ctx context.Context, namespace, name string, patch []byte) error {

@@ -103,7 +103,7 @@ func TestSharder(t *testing.T) {
 		t.Fatal(err)
 	}
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
-	res := &countingResource{Resource: shard.MetadataResource(meta, gvr), run: ns, patches: map[string]int{}}
+	res := &countingResource{Resource: shard.MetadataResource(meta, gvr, "", ""), run: ns, patches: map[string]int{}}
 
 	crashCtx, crash := context.WithCancel(t.Context())
 	a := join(t, crashCtx, leases, ns, "a")

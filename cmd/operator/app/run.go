@@ -50,6 +50,7 @@ type runFlags struct {
 	defaultAccount string
 	installCRDs    bool
 	leader         leaderFlags
+	shard          shardFlags
 	serve          serveFlags
 }
 
@@ -94,6 +95,7 @@ func NewRunCommand() *cobra.Command {
 	_ = fl.MarkHidden("mem-profile")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "before a kind starts or restarts, server-side apply its folder's CRD (crd.yaml, or generated from kind.yaml's schema) and wait until it is Established; a change that drops a served or stored version, or removes a field a stored object sets, is refused (docs/live.md)")
 	addLeaderFlags(fl, &f.leader)
+	addShardFlags(fl, &f.shard)
 	addServeFlags(fl, &f.serve)
 	return cmd
 }
@@ -156,7 +158,15 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	recorder, stopEvents := controller.NewEventRecorderForClient(ctx, client, f.fieldManager)
 	defer stopEvents()
-	mgr, err := newManager(ctx, client, recorder, f)
+	var ring *sharding
+	if f.shard.enabled {
+		if ring, err = joinRing(ctx, cfg, f); err != nil {
+			return err
+		}
+		// Left after the drain below (defers run after it).
+		defer ring.leave()
+	}
+	mgr, err := newManager(ctx, client, recorder, ring, f)
 	if err != nil {
 		return err
 	}
@@ -171,7 +181,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	log.Info("Starting", "templates", templatesShown(useDir, f.templates), "configMapSelector", f.configMaps, "host", cfg.Host,
 		"namespace", f.namespace, "fieldManager", f.fieldManager, "stateNamespace", f.stateNamespace,
-		"leaderElection", f.leader.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protectedNamespaces(f), "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
+		"leaderElection", f.leader.enabled, "sharding", f.shard.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protectedNamespaces(f), "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
 	if err := mgr.SyncFolders(ctx, sources...); err != nil {
 		return err
 	}
@@ -217,7 +227,7 @@ func connect(f *runFlags) (*rest.Config, *kube.Client, error) {
 
 // newManager is the Manager of the run's flags, with the CRD installer of
 // --install-crds.
-func newManager(ctx context.Context, client *kube.Client, recorder record.EventRecorder, f *runFlags) (*controller.Manager, error) {
+func newManager(ctx context.Context, client *kube.Client, recorder record.EventRecorder, ring *sharding, f *runFlags) (*controller.Manager, error) {
 	var installCRD func(context.Context, *catalog.Kind) error
 	if f.installCRDs {
 		installCRD = crdinstall.New(client, crd.ForKind, crd.ErrNoSchema).Install
@@ -230,11 +240,15 @@ func newManager(ctx context.Context, client *kube.Client, recorder record.EventR
 	if f.leader.namespace == "" {
 		f.leader.namespace = f.stateNamespace
 	}
+	var sharded *controller.Sharding
+	if ring != nil {
+		sharded = ring.opts
+	}
 	return controller.NewManagerForClient(ctx, client, controller.Options{
 		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
 		Protected: protectedNamespaces(f), DefaultServiceAccount: f.defaultAccount,
 		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
-		Standby: f.leader.enabled, InstallCRD: installCRD,
+		Standby: f.leader.enabled, InstallCRD: installCRD, Sharding: sharded,
 	})
 }
 
@@ -331,7 +345,7 @@ func protectedNamespaces(f *runFlags) []string {
 	if f.configMaps != "" {
 		out = append(out, f.stateNamespace)
 	}
-	if f.leader.enabled && !slices.Contains(out, f.leader.namespace) {
+	if (f.leader.enabled || f.shard.enabled) && !slices.Contains(out, f.leader.namespace) {
 		out = append(out, f.leader.namespace)
 	}
 	return out
