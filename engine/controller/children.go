@@ -300,6 +300,45 @@ func (w *childWatches) Missed(ctx context.Context, m *meta.RESTMapping, namespac
 	return live, err
 }
 
+// moveChildren labels the children of the parent with parentUID that
+// this shard holds with shard to, each on the condition that it did not
+// change since the watch saw it: the first step of handing the parent
+// over. A child that changed meanwhile fails the step, which is retried.
+func (w *childWatches) moveChildren(ctx context.Context, client *kube.Client, parentUID types.UID, to string) error {
+	md := client.Metadata()
+	if md == nil {
+		return errNoMetadataClient
+	}
+	w.mu.Lock()
+	watches := make([]*childWatch, 0, len(w.byGR))
+	for _, cw := range w.byGR {
+		watches = append(watches, cw)
+	}
+	w.mu.Unlock()
+	for _, cw := range watches {
+		gvr := cw.ours.key.gvr
+		objs, err := cw.ours.informer().GetIndexer().ByIndex(parentUIDIndex, string(parentUID))
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			o, ok := obj.(metav1.Object)
+			if !ok {
+				continue
+			}
+			patch, err := shard.HeldByPatch(to, o.GetResourceVersion())
+			if err != nil {
+				return err
+			}
+			_, err = md.Resource(gvr).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: w.manager})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("move %s %s to shard %s: %w", gvr.Resource, objectKey(o.GetNamespace(), o.GetName()), to, err)
+			}
+		}
+	}
+	return nil
+}
+
 // Children implements apply.Cache.
 func (w *childWatches) Children(gr schema.GroupResource, parentUID types.UID) []apply.Child {
 	cw := w.informers(gr)

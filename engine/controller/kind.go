@@ -27,6 +27,7 @@ import (
 
 // kindController serves one kind: informer -> queue -> workers.
 type kindController struct {
+	children     *childWatches
 	kind         *catalog.Kind
 	client       *kube.Client
 	namespace    string

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/shard"
 )
@@ -133,7 +134,12 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 		// look again once the view has caught up.
 		return false, reconcile.Result{RequeueAfter: time.Second}, nil
 	}
+	// The children first: once the object's label moves, its new holder
+	// must find every child it may prune in its own watch.
 	res, err := c.shardResource()
+	if err == nil {
+		err = c.children.moveChildren(ctx, c.operator, o.GetUID(), act.To)
+	}
 	if err == nil {
 		err = shard.HandOverTo(ctx, res, o, act.To)
 	}
@@ -184,7 +190,7 @@ func (c *kindController) runSharder(ctx context.Context, mapping *meta.RESTMappi
 		return
 	}
 	gvk := c.kind.GVK
-	s := shard.NewSharder(res, c.sharding.Members, gvk.Group, gvk.Kind)
+	s := shard.NewSharder(res, c.sharding.Members, gvk.Group, gvk.Kind).WithChildren(&kindChildren{c: c})
 	c.shards.sharder.Store(s)
 	log.Info("Assigning the kind's objects to shards", "resource", mapping.Resource.String())
 	if err := s.Run(ctx); err != nil && ctx.Err() == nil {
@@ -210,3 +216,45 @@ func (m *Manager) SharderStats(gk schema.GroupKind) (shard.Stats, bool) {
 
 // Shard is this replica's shard, "" when it is not sharded.
 func (m *Manager) Shard() string { return m.opts.shardID() }
+
+// kindChildren are a kind's children as its sharder moves them: in the
+// resources the inventory records for the kind, as the operator.
+type kindChildren struct{ c *kindController }
+
+var _ shard.Children = (*kindChildren)(nil)
+
+// Resources implements shard.Children.
+func (k *kindChildren) Resources(ctx context.Context) ([]shard.Resource, error) {
+	c := k.c
+	md := c.operator.Metadata()
+	if md == nil {
+		return nil, errNoMetadataClient
+	}
+	gks, err := c.reconciler.Inventory.ChildKinds(ctx, c.kind.GVK.GroupKind())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shard.Resource, 0, len(gks))
+	for _, gk := range gks {
+		m, err := c.operator.PreferredKind(gk)
+		if err != nil {
+			// Not served any more: nothing of it to move.
+			continue
+		}
+		ns := c.namespace
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			ns = ""
+		}
+		out = append(out, shard.MetadataResource(md, m.Resource, ns, ownership.ManagedSelector(c.reconciler.Manager)))
+	}
+	return out, nil
+}
+
+// Parent implements shard.Children.
+func (k *kindChildren) Parent(child *metav1.PartialObjectMetadata) (string, string, bool) {
+	p, err := ownership.ParseParent(child.Annotations[ownership.AnnotationParent])
+	if err != nil || p.GroupKind != k.c.kind.GVK.GroupKind() {
+		return "", "", false
+	}
+	return p.Namespace, p.Name, true
+}

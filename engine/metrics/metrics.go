@@ -173,6 +173,8 @@ var (
 		"Total number of unassigned objects per kind the sharder labelled with a shard, since it was elected.", []string{"kind"}, nil)
 	sharderReassignedDesc = prometheus.NewDesc("operator_sharder_reassigned_total",
 		"Total number of objects per kind the sharder moved from a dead shard to a live one, since it was elected.", []string{"kind"}, nil)
+	sharderChildrenDesc = prometheus.NewDesc("operator_sharder_children_moved_total",
+		"Total number of children per kind the sharder moved from a dead shard to the shard of their parent, since it was elected.", []string{"kind"}, nil)
 	sharderConflictsDesc = prometheus.NewDesc("operator_sharder_conflicts_total",
 		"Total number of the sharder's label writes per kind refused because the object had changed since it was read.", []string{"kind"}, nil)
 )
@@ -180,7 +182,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc, objectsDesc,
-		shardInfoDesc, handoversDesc, sharderAssignedDesc, sharderReassignedDesc, sharderConflictsDesc} {
+		shardInfoDesc, handoversDesc, sharderAssignedDesc, sharderReassignedDesc, sharderChildrenDesc, sharderConflictsDesc} {
 		ch <- d
 	}
 }
@@ -216,6 +218,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 			if st, ok := sc.SharderStats(gk); ok {
 				counter(sharderAssignedDesc, int64(st.Assigned), k)
 				counter(sharderReassignedDesc, int64(st.Reassigned), k)
+				counter(sharderChildrenDesc, int64(st.ChildrenMoved), k)
 				counter(sharderConflictsDesc, int64(st.Conflicts), k)
 			}
 		}

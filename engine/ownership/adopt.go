@@ -117,9 +117,6 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 	}
 	labels[LabelManagedBy] = pol.Manager
 	labels[LabelParentUID] = string(parent.GetUID())
-	if pol.Shard != "" {
-		labels[shard.HeldByLabel] = pol.Shard
-	}
 	child.SetLabels(labels)
 	ann := child.GetAnnotations()
 	if ann == nil {
@@ -131,6 +128,13 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 	child.SetAnnotations(ann)
 	ann[AnnotationHash] = Hash(child)
 	child.SetAnnotations(ann)
+	if pol.Shard != "" {
+		// Out of the hash: a child that moved with its parent (relabelled
+		// by the shard that held it, or by the sharder) is as rendered for
+		// its new holder, which writes it only if its content changed.
+		labels[shard.HeldByLabel] = pol.Shard
+		child.SetLabels(labels)
+	}
 	return !owned, nil
 }
 

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -80,11 +79,21 @@ func ID(name string) (string, error) {
 // sharder's and the holder's writes decided on the same version, one wins
 // and the other gets a Conflict, reads again and decides again.
 func AssignPatch(to, resourceVersion string) ([]byte, error) {
+	return labelPatch(ShardLabel, to, resourceVersion)
+}
+
+// HeldByPatch is AssignPatch for a child: it moves the child to shard to
+// with its parent (HeldByLabel).
+func HeldByPatch(to, resourceVersion string) ([]byte, error) {
+	return labelPatch(HeldByLabel, to, resourceVersion)
+}
+
+func labelPatch(label, to, resourceVersion string) ([]byte, error) {
 	if resourceVersion == "" {
-		return nil, errors.New("assign patch: no resourceVersion to write on the condition of")
+		return nil, fmt.Errorf("%s patch: no resourceVersion to write on the condition of", label)
 	}
 	return json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": resourceVersion,
-		"labels":          map[string]string{ShardLabel: to},
+		"labels":          map[string]string{label: to},
 	}})
 }

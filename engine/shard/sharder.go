@@ -38,6 +38,9 @@ type Stats struct {
 	// Conflicts: label writes refused because the object had changed
 	// since it was read; each is read and decided again.
 	Conflicts uint64
+	// ChildrenMoved: children of dead shards labelled with the shard of
+	// their parent.
+	ChildrenMoved uint64
 }
 
 // Sharder is the elected sharder's loop over the objects of one kind: it
@@ -53,6 +56,10 @@ type Sharder struct {
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	store cache.Store // the unassigned objects, set by Run
 
+	// children, when set, are the kind's children: those a dead shard
+	// applied move with their parents (see WithChildren).
+	children Children
+
 	// labelled holds the version of each object this sharder labelled
 	// that the watch has not yet taken out of store: a pass over store
 	// in that window (a ring change) must not write it a second time,
@@ -60,7 +67,7 @@ type Sharder struct {
 	labelledMu sync.Mutex
 	labelled   map[cache.ObjectName]string
 
-	assigned, reassigned, conflicts atomic.Uint64
+	assigned, reassigned, conflicts, childrenMoved atomic.Uint64
 }
 
 // NewSharder is the sharder of the objects of res, of kind in group, over
@@ -76,9 +83,29 @@ func NewSharder(res Resource, members *Members, group, kind string) *Sharder {
 	}
 }
 
+// Children are a sharded kind's children as the sharder sees them. A
+// replica watches only the children labelled with its shard (HeldByLabel),
+// so that a dead shard's children must move with its objects: or their new
+// holder would never see the ones it no longer renders, to prune them.
+type Children interface {
+	// Resources are where the kind's children live, one Resource per
+	// resource, each confined to the operator's children.
+	Resources(ctx context.Context) ([]Resource, error)
+	// Parent names the object of the kind child belongs to; false when
+	// it is another kind's child.
+	Parent(child *metav1.PartialObjectMetadata) (namespace, name string, ok bool)
+}
+
+// WithChildren makes the sharder move a dead shard's children of the kind
+// to the shards its objects go to. Call it before Run.
+func (s *Sharder) WithChildren(c Children) *Sharder {
+	s.children = c
+	return s
+}
+
 // Stats is a snapshot of the counters.
 func (s *Sharder) Stats() Stats {
-	return Stats{Assigned: s.assigned.Load(), Reassigned: s.reassigned.Load(), Conflicts: s.conflicts.Load()}
+	return Stats{Assigned: s.assigned.Load(), Reassigned: s.reassigned.Load(), Conflicts: s.conflicts.Load(), ChildrenMoved: s.childrenMoved.Load()}
 }
 
 // Run assigns until ctx ends (the sharder's election lost, or the process
@@ -194,7 +221,11 @@ func (s *Sharder) rebalance(ctx context.Context) {
 			}
 		}
 		var again <-chan time.Time
-		if s.reassign(ctx, ring) {
+		// Both passes, whatever the first one says. The children first:
+		// their parents' new holders then find them in their watch, and
+		// need neither a read nor a write of their own for them.
+		children := s.reassignChildren(ctx, ring)
+		if s.reassign(ctx, ring) || children {
 			again = time.After(s.retry)
 		}
 		select {
@@ -278,6 +309,81 @@ func (s *Sharder) reassign(ctx context.Context, ring *Ring) (again bool) {
 			}
 		}
 		log.Info("Reassigned the objects of a dead shard", "shard", id, "objects", moved, "of", len(byShard[id]))
+	}
+	return again
+}
+
+// reassignChildren moves the children of the shards not on ring to the
+// shards their parents belong to (the parents' owners on ring, where
+// reassign moves them), each shard's once Members.Dead confirmed it. It
+// reports whether a pass must come again, as reassign does.
+func (s *Sharder) reassignChildren(ctx context.Context, ring *Ring) (again bool) {
+	live := ring.Shards()
+	if s.children == nil || len(live) == 0 {
+		return false
+	}
+	log := klog.FromContext(ctx)
+	resources, err := s.children.Resources(ctx)
+	if err != nil {
+		log.Error(err, "Cannot list where the kind's children live")
+		return true
+	}
+	selector := HeldByLabel + "," + HeldByLabel + " notin (" + strings.Join(live, ",") + ")"
+	dead := map[string]bool{}
+	isDead := func(id string) bool {
+		d, ok := dead[id]
+		if !ok {
+			var err error
+			if d, err = s.members.Dead(ctx, id); err != nil {
+				log.Error(err, "Cannot confirm a shard dead", "shard", id)
+			}
+			dead[id] = d
+		}
+		return d
+	}
+	moved := 0
+	for _, res := range resources {
+		opts := metav1.ListOptions{LabelSelector: selector, Limit: listPage}
+		for {
+			l, err := res.List(ctx, opts)
+			if err != nil {
+				log.Error(err, "Cannot list the children of dead shards", "selector", selector)
+				again = true
+				break
+			}
+			for i := range l.Items {
+				o := &l.Items[i]
+				ns, name, ok := s.children.Parent(o)
+				if !ok {
+					continue
+				}
+				if !isDead(o.Labels[HeldByLabel]) {
+					again = true
+					continue
+				}
+				to := ring.Owner(Key(s.group, s.kind, ns, name))
+				patch, err := HeldByPatch(to, o.ResourceVersion)
+				if err == nil {
+					err = res.Patch(ctx, o.Namespace, o.Name, patch)
+				}
+				switch {
+				case err == nil:
+					moved++
+				case apierrors.IsNotFound(err):
+				default:
+					// A Conflict too: read again on the next pass.
+					log.V(1).Info("Cannot move a child of a dead shard", "child", klog.KRef(o.Namespace, o.Name), "to", to, "err", err.Error())
+					again = true
+				}
+			}
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
+	if moved > 0 {
+		s.childrenMoved.Add(uint64(moved))
+		log.Info("Moved the children of dead shards with their parents", "children", moved)
 	}
 	return again
 }
