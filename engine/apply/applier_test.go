@@ -37,6 +37,20 @@ func (f *fakeCache) Occupant(gr schema.GroupResource, ns, name string) (metav1.O
 func (f *fakeCache) Children(schema.GroupResource, types.UID) []Child { return nil }
 func (f *fakeCache) List(schema.GroupResource) []Child                { return nil }
 
+// partialCache is a sharded replica's: it also answers Missed, from live
+// (the API server's view) or with err.
+type partialCache struct {
+	fakeCache
+	live   *unstructured.Unstructured
+	err    error
+	missed int
+}
+
+func (p *partialCache) Missed(context.Context, *meta.RESTMapping, string, string) (*unstructured.Unstructured, error) {
+	p.missed++
+	return p.live, p.err
+}
+
 func testClient() *kube.Client {
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
@@ -117,6 +131,68 @@ func TestPrepare(t *testing.T) {
 			}
 			if d.Exists() != tc.wantExists || d.UpToDate != tc.upToDate {
 				t.Fatalf("exists %v up to date %v", d.Exists(), d.UpToDate)
+			}
+		})
+	}
+}
+
+// TestPreparePartial: a sharded replica's caches hold only its shard's
+// children, so a name they miss is read live and claimed as any other.
+func TestPreparePartial(t *testing.T) {
+	parent := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "P",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "p-uid"}}}
+	child := func(parentAnn string, heldBy string) *unstructured.Unstructured {
+		md := map[string]any{"name": "c", "namespace": "ns", "uid": "u1", "resourceVersion": "5",
+			"labels":      map[string]any{"shard.tmplop.io/held-by": heldBy, ownership.LabelManagedBy: "op"},
+			"annotations": map[string]any{ownership.AnnotationParent: parentAnn, ownership.AnnotationHash: "h1"}}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": map[string]any{"a": "1"}}}
+	}
+	cases := []struct {
+		name       string
+		cached     bool // in the shard's own caches
+		live       *unstructured.Unstructured
+		err        error
+		wantMissed int
+		wantErr    bool
+		wantExists bool
+		upToDate   bool
+	}{
+		{name: "in the shard's caches: no read", cached: true, wantExists: true, upToDate: true},
+		{name: "nowhere: free", wantMissed: 1},
+		{name: "this parent's, held by the shard it came from: applied with the new label",
+			live: child("P.e.io/ns/p", "old"), wantMissed: 1, wantExists: true},
+		{name: "this parent's, already moved to this shard: nothing to write",
+			live: child("P.e.io/ns/p", "new"), wantMissed: 1, wantExists: true, upToDate: true},
+		{name: "another parent's, on another shard: refused", live: child("P.e.io/ns/other", "old"), wantMissed: 1, wantErr: true},
+		{name: "the read fails: an error, nothing applied", err: errors.New("connection refused"), wantMissed: 1, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			key := Key{GR: schema.GroupResource{Resource: "configmaps"}, Namespace: "ns", Name: "c"}
+			pc := &partialCache{fakeCache: fakeCache{all: map[Key]*unstructured.Unstructured{}, ours: map[Key]*unstructured.Unstructured{}},
+				live: tc.live, err: tc.err}
+			if tc.cached {
+				pc.all[key] = child("P.e.io/ns/p", "new")
+				pc.ours[key] = child("P.e.io/ns/p", "new")
+			}
+			c := testClient()
+			m, err := c.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			desired := child("P.e.io/ns/p", "new")
+			d, err := NewApplier(pc, nil).Prepare(t.Context(), c, m, parent, desired, ownership.Claimant{Manager: "op"})
+			if pc.missed != tc.wantMissed {
+				t.Errorf("%d live reads; want %d", pc.missed, tc.wantMissed)
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v; want one: %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if d.Exists() != tc.wantExists || d.UpToDate != tc.upToDate {
+				t.Errorf("exists %v up to date %v; want %v %v", d.Exists(), d.UpToDate, tc.wantExists, tc.upToDate)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"errors"
+	"github.com/tmplop/operator/engine/shard"
 	"strings"
 	"testing"
 
@@ -99,6 +100,28 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("annotations = %v %v", tc.child.GetAnnotations(), err)
 			}
 		})
+	}
+}
+
+// TestAdoptShard: a sharded replica's children carry its shard, and the
+// same content hashes the same on every shard, so that a child that moved
+// with its parent is not written again by its new holder.
+func TestAdoptShard(t *testing.T) {
+	parent := obj("cache.example.com/v1alpha1", "Memcached", "team-a", "mc")
+	parent.SetUID("uid-1")
+	adopt := func(shardID string) map[string]string {
+		c := obj("v1", "ConfigMap", "", "c")
+		if _, err := Adopt(parent, c, true, "t.yaml", Policy{Manager: "op", Shard: shardID}); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{"held-by": c.GetLabels()[shard.HeldByLabel], "hash": c.GetAnnotations()[AnnotationHash]}
+	}
+	none, a, b := adopt(""), adopt("a"), adopt("b")
+	if none["held-by"] != "" || a["held-by"] != "a" || b["held-by"] != "b" {
+		t.Errorf("held-by labels: unsharded %q, a %q, b %q", none["held-by"], a["held-by"], b["held-by"])
+	}
+	if none["hash"] == "" || a["hash"] != none["hash"] || b["hash"] != none["hash"] {
+		t.Errorf("hashes differ by shard: unsharded %q, a %q, b %q", none["hash"], a["hash"], b["hash"])
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,21 @@ func (f *fakeResource) add(namespace, name, shard string) {
 	if shard != "" {
 		o.Labels = map[string]string{ShardLabel: shard}
 	}
+	f.objs[cache.MetaObjectToName(o)] = o
+	f.notify(nil, o)
+}
+
+// addChild creates namespace/name as a child held by shard heldBy, of the
+// parent named in its annotation (testChildren.Parent reads it).
+func (f *fakeResource) addChild(namespace, name, heldBy, parent string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.objs == nil {
+		f.objs = map[cache.ObjectName]*metav1.PartialObjectMetadata{}
+	}
+	f.rv++
+	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: strconv.Itoa(f.rv),
+		Labels: map[string]string{HeldByLabel: heldBy}, Annotations: map[string]string{testParentAnnotation: parent}}}
 	f.objs[cache.MetaObjectToName(o)] = o
 	f.notify(nil, o)
 }
@@ -142,7 +158,11 @@ func (f *fakeResource) Patch(_ context.Context, namespace, name string, patch []
 	f.rv++
 	cur.ResourceVersion = strconv.Itoa(f.rv)
 	f.objs[key] = cur
-	f.patches = append(f.patches, key.String()+"="+p.Metadata.Labels[ShardLabel])
+	if held, ok := p.Metadata.Labels[HeldByLabel]; ok {
+		f.patches = append(f.patches, key.String()+"=held-by:"+held)
+	} else {
+		f.patches = append(f.patches, key.String()+"="+p.Metadata.Labels[ShardLabel])
+	}
 	f.notify(old, cur)
 	return nil
 }
@@ -393,6 +413,84 @@ func TestHandOverTo(t *testing.T) {
 			}
 			if got := res.shards(); got["ns/o1"] != want["ns/o1"] {
 				t.Errorf("label %q; want %q", got["ns/o1"], want["ns/o1"])
+			}
+		})
+	}
+}
+
+// testParentAnnotation names a test child's parent: "ns/name", or
+// "other/…" for a child of another kind.
+const testParentAnnotation = "test/parent"
+
+// testChildren are the children of the kind in two resources.
+type testChildren struct {
+	res []Resource
+	err error
+}
+
+func (c testChildren) Resources(context.Context) ([]Resource, error) { return c.res, c.err }
+
+func (c testChildren) Parent(o *metav1.PartialObjectMetadata) (string, string, bool) {
+	ns, name, ok := strings.Cut(o.Annotations[testParentAnnotation], "/")
+	if !ok || ns == "other" {
+		return "", "", false
+	}
+	return ns, name, true
+}
+
+func TestSharderReassignChildren(t *testing.T) {
+	conflict := func(cache.ObjectName) error {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "things"}, "c1", errors.New("modified"))
+	}
+	cases := []struct {
+		name string
+		// children: name -> held by, parent "ns/name"
+		children  map[string][2]string
+		listErr   error
+		fail      func(cache.ObjectName) error
+		want      []string // children moved, each to its parent's owner
+		wantAgain bool
+	}{
+		{name: "children of live shards are not touched",
+			children: map[string][2]string{"c1": {"a", "ns/p1"}, "c2": {"b", "ns/p2"}}},
+		{name: "children of a dead shard go where their parents go",
+			children: map[string][2]string{"c1": {"c", "ns/p1"}, "c2": {"c", "ns/p2"}, "c3": {"a", "ns/p3"}},
+			want:     []string{"c1=ns/p1", "c2=ns/p2"}},
+		{name: "another kind's children are its sharder's",
+			children: map[string][2]string{"c1": {"c", "other/p1"}}},
+		{name: "a shard not confirmed dead keeps its children, and the pass comes again",
+			children: map[string][2]string{"c1": {"x", "ns/p1"}, "c2": {"c", "ns/p2"}},
+			want:     []string{"c2=ns/p2"}, wantAgain: true},
+		{name: "a conflict: the pass comes again",
+			children: map[string][2]string{"c1": {"c", "ns/p1"}}, fail: conflict, wantAgain: true},
+		{name: "the resources cannot be listed: the pass comes again",
+			listErr: errors.New("inventory unreadable"), wantAgain: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &fakeResource{}
+			for name, c := range tc.children {
+				res.addChild("ns", name, c[0], c[1])
+			}
+			res.fail = tc.fail
+			s := NewSharder(&fakeResource{}, ringMembers(t), "example.com", "Thing").
+				WithChildren(testChildren{res: []Resource{res}, err: tc.listErr})
+			ring, _ := s.members.Ring()
+			if again := s.reassignChildren(t.Context(), ring); again != tc.wantAgain {
+				t.Errorf("again = %v; want %v", again, tc.wantAgain)
+			}
+			var want []string
+			for _, w := range tc.want {
+				child, parent, _ := strings.Cut(w, "=")
+				ns, name, _ := strings.Cut(parent, "/")
+				want = append(want, "ns/"+child+"=held-by:"+owner(ns, name))
+			}
+			slices.Sort(want)
+			if got := res.sent(); !slices.Equal(got, want) {
+				t.Errorf("patches %v; want %v", got, want)
+			}
+			if got := s.Stats().ChildrenMoved; got != uint64(len(want)) {
+				t.Errorf("ChildrenMoved = %d; want %d", got, len(want))
 			}
 		})
 	}
