@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/shard"
 	"github.com/tmplop/operator/internal/testsupport/metricstest"
 )
 
@@ -119,6 +120,72 @@ operator_status_writes_total{kind="Memcached.cache.example.com"} 9
 		t.Run(tc.name, func(t *testing.T) {
 			reg := newRegistry(tc.src)
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want), tc.names...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// shardedSource is a replica of a ring: shard "a", the sharder of
+// memcached only.
+type shardedSource struct {
+	fakeSource
+	id      string
+	sharder map[schema.GroupKind]shard.Stats
+}
+
+func (s shardedSource) Shard() string { return s.id }
+
+func (s shardedSource) SharderStats(gk schema.GroupKind) (shard.Stats, bool) {
+	st, ok := s.sharder[gk]
+	return st, ok
+}
+
+// TestShardMetrics: a shard tells which it is and how many objects it
+// handed over; the sharder's counters show on the replica that runs it,
+// per kind; an unsharded Manager shows none of them.
+func TestShardMetrics(t *testing.T) {
+	names := []string{"operator_shard_info", "operator_shard_handovers_total", "operator_sharder_assigned_total",
+		"operator_sharder_reassigned_total", "operator_sharder_children_moved_total", "operator_sharder_conflicts_total"}
+	src := fakeSource{
+		memcached: stats(func(s *reconcile.Stats) { s.HandedOver.Store(4) }),
+		appsvc:    stats(func(s *reconcile.Stats) {}),
+	}
+	cases := []struct {
+		name string
+		src  Source
+		want string
+	}{
+		{name: "not sharded: no shard series", src: src},
+		{name: "shard a, sharder of one kind",
+			src: shardedSource{fakeSource: src, id: "a", sharder: map[schema.GroupKind]shard.Stats{
+				memcached: {Assigned: 10, Reassigned: 3, ChildrenMoved: 6, Conflicts: 1}}},
+			want: `
+# HELP operator_shard_handovers_total Total number of objects per kind this replica's shard handed over to another shard (its moves out).
+# TYPE operator_shard_handovers_total counter
+operator_shard_handovers_total{kind="AppService.app.example.com"} 0
+operator_shard_handovers_total{kind="Memcached.cache.example.com"} 4
+# HELP operator_shard_info The shard this replica holds (run --sharding): its objects are those labelled shard.tmplop.io/shard=<shard>.
+# TYPE operator_shard_info gauge
+operator_shard_info{shard="a"} 1
+# HELP operator_sharder_assigned_total Total number of unassigned objects per kind the sharder labelled with a shard, since it was elected.
+# TYPE operator_sharder_assigned_total counter
+operator_sharder_assigned_total{kind="Memcached.cache.example.com"} 10
+# HELP operator_sharder_children_moved_total Total number of children per kind the sharder moved from a dead shard to the shard of their parent, since it was elected.
+# TYPE operator_sharder_children_moved_total counter
+operator_sharder_children_moved_total{kind="Memcached.cache.example.com"} 6
+# HELP operator_sharder_conflicts_total Total number of the sharder's label writes per kind refused because the object had changed since it was read.
+# TYPE operator_sharder_conflicts_total counter
+operator_sharder_conflicts_total{kind="Memcached.cache.example.com"} 1
+# HELP operator_sharder_reassigned_total Total number of objects per kind the sharder moved from a dead shard to a live one, since it was elected.
+# TYPE operator_sharder_reassigned_total counter
+operator_sharder_reassigned_total{kind="Memcached.cache.example.com"} 3
+`},
+		{name: "a Manager that could shard but does not", src: shardedSource{fakeSource: src}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := testutil.GatherAndCompare(newRegistry(tc.src), strings.NewReader(tc.want), names...); err != nil {
 				t.Error(err)
 			}
 		})
