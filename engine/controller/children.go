@@ -301,9 +301,10 @@ func (w *childWatches) Missed(ctx context.Context, m *meta.RESTMapping, namespac
 }
 
 // moveChildren labels the children of the parent with parentUID that
-// this shard holds with shard to, each on the condition that it did not
-// change since the watch saw it: the first step of handing the parent
-// over. A child that changed meanwhile fails the step, which is retried.
+// this shard holds with shard to, through client (the parent's kind's),
+// each on the condition that it did not change since the watch saw it:
+// the first step of handing the parent over. A child that changed
+// meanwhile fails the step, which is retried.
 func (w *childWatches) moveChildren(ctx context.Context, client *kube.Client, parentUID types.UID, to string) error {
 	md := client.Metadata()
 	if md == nil {

@@ -40,9 +40,6 @@ type kindController struct {
 	drainTimeout time.Duration
 	// sharding is the ring this replica is a shard of; nil: not sharded.
 	sharding *Sharding
-	// operator is the operator's own client: a sharded kind's shard
-	// labels are written as the operator, not as the kind's account.
-	operator *kube.Client
 	shards   shardState
 
 	cancel context.CancelFunc

@@ -236,7 +236,7 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		kind: k, client: client, cancel: cancel, done: make(chan struct{}),
 		namespace: m.opts.Namespace, watches: m.watches, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
-		stats: m.statsOf(gk), sharding: m.opts.Sharding, operator: m.base, children: m.children,
+		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children,
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,

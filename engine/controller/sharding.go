@@ -138,7 +138,7 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 	// must find every child it may prune in its own watch.
 	res, err := c.shardResource()
 	if err == nil {
-		err = c.children.moveChildren(ctx, c.operator, o.GetUID(), act.To)
+		err = c.children.moveChildren(ctx, c.client, o.GetUID(), act.To)
 	}
 	if err == nil {
 		err = shard.HandOverTo(ctx, res, o, act.To)
@@ -162,13 +162,14 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 var errNoMetadataClient = errors.New("the operator's client has no metadata client")
 
 // shardResource is the kind's objects' metadata as the sharder and the
-// hand-overs write them: through the operator's own client, in the
-// namespace it watches, selected by the kind's folder.
+// hand-overs read and write them: through the kind's client (its account
+// may list and patch its objects, for their watch and their finalizers),
+// in the namespace the operator watches, selected by the kind's folder.
 func (c *kindController) shardResource() (shard.Resource, error) {
 	c.mu.Lock()
 	h := c.watch
 	c.mu.Unlock()
-	md := c.operator.Metadata()
+	md := c.client.Metadata()
 	if md == nil || h == nil {
 		return nil, errNoMetadataClient
 	}
@@ -218,7 +219,8 @@ func (m *Manager) SharderStats(gk schema.GroupKind) (shard.Stats, bool) {
 func (m *Manager) Shard() string { return m.opts.shardID() }
 
 // kindChildren are a kind's children as its sharder moves them: in the
-// resources the inventory records for the kind, as the operator.
+// resources the inventory records for the kind, through the kind's client
+// (its account lists and patches its children, to apply and prune them).
 type kindChildren struct{ c *kindController }
 
 var _ shard.Children = (*kindChildren)(nil)
@@ -226,7 +228,7 @@ var _ shard.Children = (*kindChildren)(nil)
 // Resources implements shard.Children.
 func (k *kindChildren) Resources(ctx context.Context) ([]shard.Resource, error) {
 	c := k.c
-	md := c.operator.Metadata()
+	md := c.client.Metadata()
 	if md == nil {
 		return nil, errNoMetadataClient
 	}
@@ -236,7 +238,7 @@ func (k *kindChildren) Resources(ctx context.Context) ([]shard.Resource, error) 
 	}
 	out := make([]shard.Resource, 0, len(gks))
 	for _, gk := range gks {
-		m, err := c.operator.PreferredKind(gk)
+		m, err := c.client.PreferredKind(gk)
 		if err != nil {
 			// Not served any more: nothing of it to move.
 			continue

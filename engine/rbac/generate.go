@@ -259,7 +259,7 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 	p.own.add(schema.GroupResource{Resource: "configmaps"}, whyOwn, "kind folders delivered as ConfigMaps, read only", verbsRead...)
 	p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbsInventory, ResourceNames: []string{inventoryName}},
 		fmt.Sprintf("core/configmaps %s [%s]: the inventory ConfigMap (created below: no create right on ConfigMaps here)", inventoryName, strings.Join(verbsInventory, " ")))
-	p.own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election", verbsLeases...)
+	p.own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election, and run --sharding: the shards' Leases, watched, dead ones deleted", verbsLeases...)
 	if o.InstallCRDs {
 		if err := addCRDs(p.cluster, folders); err != nil {
 			o.warn(err.Error())

@@ -193,7 +193,7 @@ func TestRolesOfIdentity(t *testing.T) {
 		{"Role operator-system/operator", "", "serviceaccounts", "get impersonate"},
 		// Folders read; the inventory written by name only: no create.
 		{"Role operator-system/operator", "", "configmaps", "get list patch watch"},
-		{"Role operator-system/operator", "coordination.k8s.io", "leases", "create get update"},
+		{"Role operator-system/operator", "coordination.k8s.io", "leases", "create delete get list update watch"},
 	}
 	for _, c := range checks {
 		if got := verbs(c.role, c.group, c.resource); got != c.want {

@@ -44,8 +44,9 @@ var (
 	verbsInventory = []string{"get", "patch"}
 	// TokenReviews and SubjectAccessReviews are only created.
 	verbsCreate = []string{"create"}
-	// Leader election.
-	verbsLeases = []string{"get", "create", "update"}
+	// Leader election, and the shards of a ring (run --sharding): each
+	// replica's Lease, the others' watched, dead ones deleted.
+	verbsLeases = []string{"create", "delete", "get", "list", "update", "watch"}
 )
 
 // Roles of a resource in a grant, in the order comments list them.
