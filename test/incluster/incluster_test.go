@@ -50,6 +50,7 @@ func TestInCluster(t *testing.T) {
 	t.Run("metrics and probes", testMetrics)
 	t.Run("the standby converges a change when the leader is killed", testFailover)
 	t.Run("a leader stopped by SIGTERM releases its lease", testRelease)
+	t.Run("shards assign and hand over and take over objects as the ServiceAccount", testSharding)
 }
 
 // applyTestRBAC applies `operator rbac` of testdata's folders, for deploy/'s
