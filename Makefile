@@ -107,12 +107,17 @@ bench: cluster-bin
 ## (namespace, RBAC, 2 replicas, metrics Service), then the shipped examples'
 ## CRDs and kind folders (as ConfigMaps). DEPLOY_IMAGE is the image the
 ## Deployment runs (push it first: docs/image.md). undeploy removes them,
-## leaving the CRDs and so every custom resource in place.
+## leaving the CRDs and so every custom resource in place. deploy-sharded
+## is deploy with 3 replicas as shards of one ring instead of a leader and a
+## standby (deploy/sharding, docs/sharding.md).
 DEPLOY_IMAGE ?= operator:$(VERSION)
 DEPLOY_KUBECTL ?= $(shell command -v kubectl || echo $(KUBECTL))
-.PHONY: deploy undeploy
+DEPLOY_KUSTOMIZATION ?= deploy
+.PHONY: deploy deploy-sharded undeploy
+deploy-sharded:
+	$(MAKE) deploy DEPLOY_KUSTOMIZATION=hack/deploy-sharded
 deploy:
-	$(DEPLOY_KUBECTL) kustomize deploy | sed 's|image: operator:[^ ]*$$|image: $(DEPLOY_IMAGE)|' | $(DEPLOY_KUBECTL) apply --server-side -f -
+	$(DEPLOY_KUBECTL) kustomize $(DEPLOY_KUSTOMIZATION) | sed 's|image: operator:[^ ]*$$|image: $(DEPLOY_IMAGE)|' | $(DEPLOY_KUBECTL) apply --server-side -f -
 	$(DEPLOY_KUBECTL) apply --server-side -f crds/
 	$(DEPLOY_KUBECTL) apply --server-side -k deploy/examples
 undeploy:

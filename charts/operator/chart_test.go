@@ -122,6 +122,23 @@ leaderElection: {leaseDuration: 30s}`,
 			wantArgs(t, c, []string{"--qps=50", "--leader-elect", "--leader-elect-lease-duration=30s"}, nil)
 		},
 	}, {
+		name: "three shards instead of a leader",
+		values: `
+replicas: 3
+sharding: {enabled: true}
+leaderElection: {leaseDuration: 20s}`,
+		check: func(t *testing.T, objs objects) {
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")
+			wantField(t, d, int64(3), "spec", "replicas")
+			wantArgs(t, container(t, d), []string{"--sharding", "--leader-elect-lease-duration=20s"}, []string{"--leader-elect"})
+		},
+	}, {
+		name:   "three shards, leader election off",
+		values: `{replicas: 3, sharding: {enabled: true}, leaderElection: {enabled: false}}`,
+		check: func(t *testing.T, objs objects) {
+			wantArgs(t, container(t, get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")), []string{"--sharding"}, []string{"--leader-elect"})
+		},
+	}, {
 		name:   "image digest",
 		values: `image: {repository: registry.example.com/operator, tag: v1, digest: "sha256:` + strings.Repeat("ab", 32) + `"}`,
 		check: func(t *testing.T, objs objects) {
@@ -260,7 +277,8 @@ func TestValuesRefused(t *testing.T) {
 		{"unknown pull policy", `image: {pullPolicy: Sometimes}`, []string{"/image/pullPolicy"}},
 		{"misspelt value", `replica: 3`, []string{"'replica'"}},
 		{"bad digest", `image: {digest: latest}`, []string{"/image/digest"}},
-		{"replicas without a leader", `{replicas: 2, leaderElection: {enabled: false}}`, []string{"leaderElection.enabled"}},
+		{"replicas without a leader", `{replicas: 2, leaderElection: {enabled: false}}`, []string{"leaderElection.enabled or sharding.enabled"}},
+		{"sharding not a boolean", `sharding: {enabled: "yes"}`, []string{"/sharding/enabled", "want boolean"}},
 		{"no account to run as", `serviceAccount: {create: false}`, []string{"serviceAccount.name"}},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,6 +116,28 @@ func testDeployDryRun(t *testing.T) {
 		t.Fatalf("kubectl apply --dry-run=server -k deploy/: %v\n%s", err, out)
 	}
 	t.Logf("kubectl apply --dry-run=server -k deploy/:\n%s", out)
+
+	// make deploy-sharded: the same objects, but three shards.
+	sharded := filepath.Join(env.RepoRoot(), "hack", "deploy-sharded")
+	if out, err := env.Kubectl(t.Context(), "apply", "--dry-run=server", "-k", sharded); err != nil {
+		t.Fatalf("kubectl apply --dry-run=server -k hack/deploy-sharded: %v\n%s", err, out)
+	}
+	out, err = env.Kubectl(t.Context(), "kustomize", sharded)
+	if err != nil {
+		t.Fatalf("kubectl kustomize hack/deploy-sharded: %v\n%s", err, out)
+	}
+	var d appsv1.Deployment
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if strings.Contains(doc, "kind: Deployment") {
+			if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if *d.Spec.Replicas != 3 || !slices.Contains(args, "--sharding") || slices.Contains(args, "--leader-elect") {
+		t.Errorf("hack/deploy-sharded: %d replicas, args %q; want 3 replicas with --sharding and no --leader-elect", *d.Spec.Replicas, args)
+	}
 }
 
 // leader returns the replica that leads, waiting for the election.
