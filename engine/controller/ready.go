@@ -18,6 +18,13 @@ func (m *Manager) Ready() error {
 	if !m.loaded.Load() {
 		return fmt.Errorf("kind folders not loaded yet")
 	}
+	if sh := m.opts.Sharding; sh != nil {
+		// Until the ring shows this shard, the sharder assigns it nothing:
+		// a rolling update must wait for it before stopping another.
+		if ring, _ := sh.Members.Ring(); !ring.Has(sh.ID) {
+			return fmt.Errorf("shard %s is not on the ring yet: its Lease is not seen live (live shards: %v)", sh.ID, ring.Shards())
+		}
+	}
 	m.mu.Lock()
 	kinds := make(map[schema.GroupKind]*kindController, len(m.kinds))
 	for gk, kc := range m.kinds {
