@@ -34,6 +34,12 @@
 //     label) and one of the metadata of every other object (what a child
 //     would overwrite); map each child event back to its parent, drop the echo
 //     of our own applies, and wake the parents waiting for a taken name.
+//   - As one shard of a ring (Options.Sharding, run --sharding): watch
+//     only the objects labelled with the shard and the children labelled
+//     held by it, read live a child name the watches miss (another shard's
+//     child, or one that moved), hand an object over from its worker when
+//     the ring gives it to another shard (its children first), and run the
+//     kind's sharder while this replica is the ring's (sharding.go).
 //   - Serve lookups from informer caches, confined to what kind.yaml
 //     declares and cut to what is read (the parent's namespace, the
 //     lookup's selector), stopped when no parent reads them, and

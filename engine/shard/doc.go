@@ -46,10 +46,11 @@
 //
 // # Not here
 //
-// The watches of parents and children by label, the sharder's election
-// (and Members.Collect under it), the export of the sharder's Stats as
-// metrics, readiness and flags are the controller's and the command's
-// (docs/sharding.md, "State").
+// The watches of parents and children by label, the hand-over in the
+// worker, the live read of a child the shard's watch misses, the export of
+// the sharder's Stats as metrics and readiness are the controller's
+// (engine/controller/sharding.go); the flags, the sharder's election and
+// Members.Collect under it are the command's (cmd/operator/app/sharding.go).
 //
 // # Shard ids
 //

@@ -11,8 +11,8 @@ import (
 
 const (
 	// ShardLabel on an object names the shard that holds it: the only
-	// replica that may reconcile it (and, once the controller labels them,
-	// its children). Absent: not assigned yet.
+	// replica that may reconcile it (its children carry HeldByLabel).
+	// Absent: not assigned yet.
 	ShardLabel = "shard.tmplop.io/shard"
 	// HeldByLabel on a child names the shard that applied it, so that
 	// each replica watches only its own shard's children. It is a label

@@ -28,8 +28,8 @@ const sharderWorkers = 2
 // objects, so that a shard of 10,000 objects is not one response.
 const listPage = 500
 
-// Stats are the sharder's counters since it started: the metrics the
-// wiring exports.
+// Stats are the sharder's counters since it started, exported as the
+// operator_sharder_* metrics.
 type Stats struct {
 	// Assigned: unassigned objects labelled with a shard.
 	Assigned uint64
