@@ -30,6 +30,9 @@ type benchFlags struct {
 	profile string
 	// memProfile is -mem-profile.
 	memProfile string
+	// shards is -shards: K ≥ 2 replicas as the shards of one ring, cold
+	// only, after each operator run; 0 none.
+	shards int
 }
 
 // bench is one N's run: its control plane, its clients and where it keeps
@@ -57,6 +60,7 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.StringVar(&f.out, "out", "../../docs", "folder for the report's .md, .json and .png")
 	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's last cold run (cold start and rest) to this file, suffixed with N")
 	fs.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile of the operator's last cold run, as it exits after the rest, to this file, suffixed with N")
+	fs.IntVar(&f.shards, "shards", 0, "also run the operator as this many replicas, the shards of one ring (run --sharding), cold only, after each operator run on a fresh control plane, and write <report>-sharded.{md,json} (0: not; at least 2)")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -77,6 +81,9 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	}
 	if f.edits < 1 {
 		return f, fmt.Errorf("-edits: %d is not a positive number", f.edits)
+	}
+	if f.shards != 0 && f.shards < 2 {
+		return f, fmt.Errorf("-shards: %d replicas are no ring; 0 (none) or at least 2", f.shards)
 	}
 	return f, nil
 }
@@ -99,7 +106,8 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 		Date: time.Now().UTC().Format(time.RFC3339),
 		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.name, Runs: f.runs,
 			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
-			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.templates, "<service account kubeconfig>"), " ")},
+			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.templates, "<service account kubeconfig>"), " "),
+			Shards: f.shards},
 	}
 	for _, n := range f.ns {
 		fmt.Fprintf(log, "bench: N=%d\n", n)
@@ -120,6 +128,9 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.files+".{md,json,png}"))
+	if hasSharded(rep) {
+		fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.shardedFiles()+".{md,json}"))
+	}
 	for _, r := range rep.Runs {
 		if r.Error != "" {
 			return fmt.Errorf("N=%d: %s", r.N, r.Error)
@@ -129,7 +140,8 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 }
 
 // benchN measures the limit and the operator -runs times each, interleaved
-// limit, operator, limit, ..., each run on a fresh minimal control plane of
+// limit, operator, limit, ... (with -shards: limit, operator, shards,
+// limit, ...), each run on a fresh minimal control plane of
 // its own (the same binaries, one after the other): on one shared plane the
 // second would pay for the first's objects (at N=10,000 the operator took
 // 457 s after the limit's 30,000 objects, 126 s alone), and interleaving
@@ -167,6 +179,21 @@ func benchN(ctx context.Context, f benchFlags, n int, dir string, log io.Writer)
 			return err
 		}); err != nil {
 			return res, m, fmt.Errorf("operator, run %d: %w", i, err)
+		}
+		if f.shards < 2 {
+			continue
+		}
+		fmt.Fprintf(log, "bench: N=%d: %d shards, run %d of %d\n", n, f.shards, i, f.runs)
+		load = loadAverage()
+		if _, err = onPlane(ctx, f, filepath.Join(dir, fmt.Sprintf("shards-%d", i)), log, func(b *bench) error {
+			s, err := b.measureSharded(ctx, n, f.shards)
+			if s != nil {
+				s.LoadBefore = load
+				res.Sharded = append(res.Sharded, s)
+			}
+			return err
+		}); err != nil {
+			return res, m, fmt.Errorf("%d shards, run %d: %w", f.shards, i, err)
 		}
 	}
 	return res, m, nil
@@ -223,7 +250,8 @@ func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
 }
 
-// rerender writes the report of an earlier run again, from its JSON.
+// rerender writes the report of an earlier run again, from its JSON: from
+// a <kind's files>-sharded.json the sharded report only.
 func rerender(path, out string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -232,6 +260,15 @@ func rerender(path, out string) error {
 	rep, err := decodeReport(data)
 	if err != nil {
 		return fmt.Errorf("render: decode %s: %w", path, err)
+	}
+	k, err := kindNamed(rep.Settings.Kind)
+	if err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	// The sharded report's JSON is the whole run's: rendered, it writes
+	// the sharded report alone, not over the main one.
+	if filepath.Base(path) == k.shardedFiles()+".json" {
+		return writeShardedReport(out, rep)
 	}
 	return writeReport(out, rep)
 }

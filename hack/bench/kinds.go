@@ -51,5 +51,8 @@ func kindNamed(name string) (benchKind, error) {
 // template is the template annotation of a child rendered from file.
 func (k benchKind) template(file string) string { return k.prefix + file }
 
+// shardedFiles is the base name of the -shards report's files in -out.
+func (k benchKind) shardedFiles() string { return k.files + "-sharded" }
+
 // dir is the kind's folder, from the repository root.
 func (k benchKind) dir() string { return path.Join(k.templates, k.folder) }

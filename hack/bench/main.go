@@ -16,7 +16,15 @@
 // kube-apiserver's /metrics for requests, /proc for memory. The report gives
 // the cold figures' medians with their least and greatest; the later phases
 // (at rest, restart, single changes, burst) follow the last cold run of
-// each client, once. It needs `make cluster-bin`.
+// each client, once. With -shards K (at least 2) each operator run is
+// followed by one of K replicas of the operator as the shards of one ring
+// (run --sharding), cold only, on a fresh plane, and the report
+// benchmarks-sharded.{md,json} puts them beside the one replica and the
+// limit of the same run:
+//
+//	go run . -n 10000 -runs 1 -shards 3 -out /tmp/bench-sharded
+//
+// It needs `make cluster-bin`.
 package main
 
 import (

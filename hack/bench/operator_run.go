@@ -49,6 +49,11 @@ func parseCaughtUp(out string) (objects int, seconds float64, heap int64, err er
 // untilExit returns a context that ends when op exits: a wait on the
 // cluster must not outlive the operator it waits for.
 func untilExit(ctx context.Context, op *harness.Operator, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return untilAnyExit(ctx, timeout, op)
+}
+
+// untilAnyExit returns a context that ends when any of ops exits.
+func untilAnyExit(ctx context.Context, timeout time.Duration, ops ...*harness.Operator) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("not within %s", timeout))
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -58,7 +63,7 @@ func untilExit(ctx context.Context, op *harness.Operator, timeout time.Duration)
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if !op.Alive() {
+				if slices.ContainsFunc(ops, func(op *harness.Operator) bool { return !op.Alive() }) {
 					cancel()
 					return
 				}

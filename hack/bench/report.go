@@ -12,7 +12,8 @@ import (
 )
 
 // writeReport writes the report of rep's kind into dir: benchmarks.md,
-// .json and .png for the folder, benchmarks-chart.* for the chart.
+// .json and .png for the folder, benchmarks-chart.* for the chart; and,
+// if it has sharded runs, the sharded report (benchmarks-sharded.*).
 func writeReport(dir string, rep *report) error {
 	k, err := kindNamed(rep.Settings.Kind)
 	if err != nil {
@@ -36,7 +37,13 @@ func writeReport(dir string, rep *report) error {
 	if err := os.WriteFile(base+".md", markdown(rep, k, others...), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	return writePlot(base+".png", rep)
+	if err := writePlot(base+".png", rep); err != nil {
+		return err
+	}
+	if hasSharded(rep) {
+		return writeShardedReport(dir, rep)
+	}
+	return nil
 }
 
 // The goals of the performance issues (13, then 23: "one replica, half the

@@ -29,6 +29,9 @@ type settings struct {
 	BenchConcurrency int     `json:"benchConcurrency"`
 	LimitWorkers     int     `json:"limitWorkers"`
 	OperatorArgs     string  `json:"operatorArgs"`
+	// Shards is -shards: K replicas of the operator as the shards of one
+	// ring, cold only, after each operator run (0: not run).
+	Shards int `json:"shards,omitempty"`
 }
 
 // runResult is one N: each client's cold runs, interleaved limit,
@@ -45,6 +48,9 @@ type runResult struct {
 	// burst).
 	Operators []*subject `json:"operatorRuns,omitempty"`
 	Limits    []*subject `json:"limitRuns,omitempty"`
+	// Sharded are the cold runs of -shards replicas, each after the
+	// operator run of the same number.
+	Sharded []*shardedRun `json:"shardedRuns,omitempty"`
 	// Operator and Limit are the one run of each of a report from before
 	// -runs; decodeReport moves them into Operators and Limits.
 	Operator *subject `json:"operator,omitempty"`
@@ -77,7 +83,7 @@ type spread struct {
 }
 
 // spreadOf is figure over runs; the zero spread for none.
-func spreadOf(runs []*subject, figure func(*subject) float64) spread {
+func spreadOf[T any](runs []T, figure func(T) float64) spread {
 	var v []float64
 	for _, s := range runs {
 		v = append(v, figure(s))

@@ -45,6 +45,9 @@ func (r *runner) TempDir() string {
 	return dir
 }
 
+// lastDir is the folder TempDir gave last: the last operator's.
+func (r *runner) lastDir() string { return filepath.Join(r.dir, fmt.Sprintf("operator-%d", r.n)) }
+
 // close runs the cleanups, last first: it kills an operator still running.
 func (r *runner) close() {
 	for _, f := range slices.Backward(r.cleanups) {
