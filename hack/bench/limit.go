@@ -37,8 +37,9 @@ type limitReport struct {
 // limitClient is the limit: the requests the work needs and nothing else.
 // Cold, one LIST of the BenchApps, then per object one apply of the
 // Deployment, one of the Service and one of the status. Following (for the
-// change measurements), one WATCH, then per change the Deployment and the
-// status, and the Service only when spec.ports changed.
+// change measurements), one LIST of one object for the current version and
+// one WATCH from it, then per change the Deployment and the status, and the
+// Service only when spec.ports changed.
 type limitClient struct {
 	kind      benchKind
 	dyn       dynamic.Interface
@@ -114,7 +115,18 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("limit: wait for the bench: %w", err)
 	}
-	return l.follow(ctx, list.GetResourceVersion())
+	// Not from the cold LIST's version: kube-apiserver compacts etcd
+	// every 5 minutes, and a cold pass that outlives a compaction (535 s
+	// at N=10,000 on a busy machine) would watch from a version that is
+	// gone (410), which ends the watch. Every object is served by now and
+	// nothing changes until the bench patches: the watch starts from the
+	// current version, read with a LIST of one object (before the bench
+	// times the changes).
+	now, err := dyn.Resource(benchAppGVR).Namespace(l.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return fmt.Errorf("limit: list BenchApps in %s: %w", l.namespace, err)
+	}
+	return l.follow(ctx, now.GetResourceVersion())
 }
 
 // serve applies app's Deployment, its Service unless its ports are the ones
