@@ -120,7 +120,13 @@ func (c *kindController) followRing(ctx context.Context, watch *watchHandle, que
 // could be reconciling o, hands it over, and reports held false.
 func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o metav1.Object) (bool, reconcile.Result, error) {
 	id := c.sharding.ID
-	if o.GetLabels()[shard.ShardLabel] != id || c.shards.handedOver(key, o.GetResourceVersion()) {
+	log := klog.FromContext(ctx)
+	if l := o.GetLabels()[shard.ShardLabel]; l != id {
+		log.V(1).Info("Not this shard's: left alone", "object", key.String(), "shard", l)
+		return false, reconcile.Result{}, nil
+	}
+	if c.shards.handedOver(key, o.GetResourceVersion()) {
+		log.V(1).Info("Handed over at this version: left alone", "object", key.String(), "resourceVersion", o.GetResourceVersion())
 		return false, reconcile.Result{}, nil
 	}
 	ring, _ := c.sharding.Members.Ring()
@@ -132,6 +138,7 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 		// This shard is not live in its own view of the ring (its
 		// renewals are late to show): hold off rather than write, and
 		// look again once the view has caught up.
+		log.V(1).Info("This shard is not on the ring as this replica sees it: holding off", "object", key.String(), "shards", ring.Shards())
 		return false, reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	// The children first: once the object's label moves, its new holder
@@ -147,7 +154,7 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 	case err == nil:
 		c.shards.remember(key, o.GetResourceVersion())
 		c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.HandedOver })
-		klog.FromContext(ctx).V(1).Info("Handed over", "object", key.String(), "to", act.To)
+		log.V(1).Info("Handed over", "object", key.String(), "to", act.To)
 		return false, reconcile.Result{}, nil
 	case apierrors.IsNotFound(err):
 		return false, reconcile.Result{}, nil

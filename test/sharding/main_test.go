@@ -178,6 +178,8 @@ func (g *ring) start(top testing.TB, t *testing.T, id string) *replica {
 		"--leader-elect-retry-period", retryPeriod.String(),
 		"--metrics-bind-address", addrs[0],
 		"--metrics-secure=false",
+		// Hand-overs and retries by object: what a failure's story reads.
+		"-v", "1",
 	)
 	r := &replica{id: id, op: op, proxy: p, metrics: "http://" + addrs[0] + "/metrics", started: started}
 	g.replicas = append(g.replicas, r)
