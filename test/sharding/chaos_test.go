@@ -241,8 +241,9 @@ func (g *ring) story(s *snapshot, problems []string, n int) string {
 			out = append(out, err.Error())
 			continue
 		}
-		out = append(out, fmt.Sprintf("replica %s: %.0f objects in its cache (%.0f ready), %d labelled with it; its proxy: %d requests, %d failed",
+		out = append(out, fmt.Sprintf("replica %s: %.0f objects in its cache (%.0f ready), %d labelled with it; queue depth %.0f, longest running worker %.1fs, unfinished work %.1fs; its proxy: %d requests, %d failed",
 			r.id, total(mfs, "operator_objects", nil), total(mfs, "operator_objects", map[string]string{"ready": "True"}), per[r.id],
+			total(mfs, "workqueue_depth", nil), total(mfs, "workqueue_longest_running_processor_seconds", nil), total(mfs, "workqueue_unfinished_work_seconds", nil),
 			len(r.proxy.Requests()), r.proxy.Count(func(q harness.Request) bool { return q.Code == http.StatusInternalServerError })))
 	}
 	return strings.Join(out, "\n")
