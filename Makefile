@@ -109,7 +109,7 @@ bench: cluster-bin
 
 ## test-sharding-chaos: three shards behind fault proxies, SIGKILLed and
 ## replaced while objects are created, changed and deleted (test/sharding
-## TestChaos); not in make test while it fails about one run in three
+## TestChaos); not in make test while it fails most runs
 ## (docs/sharding.md, "Known limits").
 .PHONY: test-sharding-chaos
 test-sharding-chaos: cluster-bin
