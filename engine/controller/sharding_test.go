@@ -27,6 +27,15 @@ func ringOf(t *testing.T, ids ...string) *shard.Members {
 	t.Helper()
 	cfg := shard.Config{Namespace: "ops", Ring: "op", LeaseDuration: 10 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: time.Second}
 	cs := fake.NewClientset()
+	m, err := shard.NewMembers(fakeLeases{cs.CoordinationV1(), cs}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Created once the view watches: seen written, so live (a Lease
+	// found in the first list is live only once seen renewed).
 	for _, id := range ids {
 		l := &coordv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName("op", id), Namespace: "ops", Labels: map[string]string{shard.RingLabel: "op"}},
@@ -36,13 +45,6 @@ func ringOf(t *testing.T, ids ...string) *shard.Members {
 		if _, err := cs.CoordinationV1().Leases("ops").Create(t.Context(), l, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	m, err := shard.NewMembers(fakeLeases{cs.CoordinationV1(), cs}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
 	}
 	return m
 }

@@ -49,6 +49,13 @@ type record struct {
 	// seen is when this process saw the Lease last change, by its own
 	// clock: the Lease is live until seen+dur.
 	seen time.Time
+	// written: this process saw this version written (a watch event
+	// after its first list, or a change from a version it knew). A
+	// version found in the first list may be the last renewal of a
+	// shard killed long ago: counting it live for a duration would have
+	// this replica hand objects over to a dead shard after the sharder
+	// moved that shard's objects, where nobody would move them again.
+	written bool
 	// gone is when this process learned the Lease was deleted; zero
 	// while it exists.
 	gone time.Time
@@ -59,7 +66,7 @@ type record struct {
 
 // live reports whether r is the live Lease of shard id at now.
 func (r *record) live(id string, now time.Time) bool {
-	return r.gone.IsZero() && r.holder == id && now.Before(r.seen.Add(r.dur))
+	return r.written && r.gone.IsZero() && r.holder == id && now.Before(r.seen.Add(r.dur))
 }
 
 // NewMembers is the view of cfg's ring through leases. Start runs it.
@@ -94,9 +101,9 @@ func (m *Members) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithValues("ring", m.cfg.Ring, "namespace", m.cfg.Namespace)
 	_, inf := cache.NewInformerWithOptions(cache.InformerOptions{
 		Logger: &log, ListerWatcher: lw, ObjectType: &coordv1.Lease{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { m.observe(obj) },
-			UpdateFunc: func(_, obj any) { m.observe(obj) },
+		Handler: cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    func(obj any, inFirstList bool) { m.observe(obj, !inFirstList) },
+			UpdateFunc: func(_, obj any) { m.observe(obj, true) },
 			DeleteFunc: m.forget,
 		},
 	})
@@ -105,13 +112,21 @@ func (m *Members) Start(ctx context.Context) error {
 		return fmt.Errorf("watch the leases of ring %s in %s: %w", m.cfg.Ring, m.cfg.Namespace, context.Cause(ctx))
 	}
 	go m.expire(ctx)
-	ring, _ := m.Ring()
-	log.Info("Watching the ring's shards", "live", ring.Shards())
+	m.mu.Lock()
+	found := make([]string, 0, len(m.records))
+	for id := range m.records {
+		found = append(found, id)
+	}
+	m.mu.Unlock()
+	slices.Sort(found)
+	// None is live yet: each joins the ring at its next renewal.
+	log.Info("Watching the ring's shards", "leases", found)
 	return nil
 }
 
-// Ring is the ring of the shards live now, and a channel closed when that
-// set changes (a shard joins, leaves, or its Lease expires). The ring is
+// Ring is the ring of the shards live now (seen renewing within their
+// lease duration: a shard found in the first list joins at its next
+// renewal), and a channel closed when that set changes (a shard joins, leaves, or its Lease expires). The ring is
 // built once per change and shared by every caller (it is immutable).
 func (m *Members) Ring() (*Ring, <-chan struct{}) {
 	m.mu.Lock()
@@ -121,8 +136,9 @@ func (m *Members) Ring() (*Ring, <-chan struct{}) {
 }
 
 // observe records an added or updated Lease. A change of holder, renewTime
-// or resourceVersion is a renewal, seen now.
-func (m *Members) observe(obj any) {
+// or resourceVersion is a renewal, seen now; written says the event is a
+// write, not a Lease found in the first list.
+func (m *Members) observe(obj any, written bool) {
 	l, ok := obj.(*coordv1.Lease)
 	if !ok {
 		return
@@ -132,7 +148,7 @@ func (m *Members) observe(obj any) {
 		return // not a shard's Lease, though labelled with the ring
 	}
 	m.mu.Lock()
-	m.recordLocked(id, l, m.clock.Now())
+	m.recordLocked(id, l, m.clock.Now(), written)
 	m.refreshLocked(m.clock.Now())
 	m.mu.Unlock()
 	m.wake()
@@ -158,11 +174,14 @@ func (m *Members) forget(obj any) {
 	m.wake()
 }
 
-func (m *Members) recordLocked(id string, l *coordv1.Lease, now time.Time) *record {
+// recordLocked records l as seen at now. A version other than the one
+// recorded was written since this process saw that one; written says that
+// l was seen being written even without an earlier version.
+func (m *Members) recordLocked(id string, l *coordv1.Lease, now time.Time, written bool) *record {
 	holder, renew := ptr.Deref(l.Spec.HolderIdentity, ""), renewTime(l)
 	r := m.records[id]
 	if r == nil || !r.gone.IsZero() || r.rv != l.ResourceVersion || r.holder != holder || !r.renew.Equal(renew) {
-		r = &record{holder: holder, renew: renew, rv: l.ResourceVersion, seen: now}
+		r = &record{holder: holder, renew: renew, rv: l.ResourceVersion, seen: now, written: written || r != nil}
 		m.records[id] = r
 	}
 	r.dur = leaseDuration(l, m.cfg.LeaseDuration)
@@ -261,7 +280,7 @@ func (m *Members) Dead(ctx context.Context, id string) (bool, error) {
 	now := m.clock.Now()
 	var r *record
 	if err == nil {
-		r = m.recordLocked(id, l, now)
+		r = m.recordLocked(id, l, now, false)
 		r.dead = r.dead || r.holder == "" || !now.Before(r.seen.Add(r.dur))
 	} else {
 		r = m.goneLocked(id, now)

@@ -112,18 +112,44 @@ func stepRenewing(t *testing.T, m *Members, cs *fake.Clientset, clk *clocktestin
 	waitSeen(t, m, "live", clk.Now())
 }
 
+// renewNow has each of ids renew its Lease at the fake clock's now, and
+// waits until m has seen it.
+func renewNow(t *testing.T, m *Members, cs *fake.Clientset, clk *clocktesting.FakeClock, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := cs.CoordinationV1().Leases("ops").Update(t.Context(), testLease(id, id, clk.Now()), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitSeen(t, m, id, clk.Now())
+	}
+}
+
 func TestMembersLive(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	before := t0.Add(-time.Second) // the renewals found in the first list
 	m, cs, clk := startMembers(t,
-		testLease("a", "a", t0), testLease("b", "b", t0),
+		testLease("a", "a", before), testLease("b", "b", before),
+		// Found in the first list and never renewed after: the Lease a
+		// killed shard left behind.
+		testLease("stale", "stale", before),
 		// Not live: held under another id's name, and a Lease of the
 		// ring that is not a shard's.
-		testLease("x", "y", t0),
+		testLease("x", "y", before),
 		&coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "operator-leader", Namespace: "ops", Labels: map[string]string{RingLabel: "operator"}},
 			Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](3)}},
 	)
 	leases := cs.CoordinationV1().Leases("ops")
+	// Nothing is live before it is seen renewing: a Lease in the first
+	// list may be years old, and this process has no clock to judge its
+	// renewTime by but its own.
+	if r, _ := m.Ring(); r.Len() != 0 {
+		t.Fatalf("live shards from the first list alone = %v; want none", r.Shards())
+	}
+	renewNow(t, m, cs, clk, "a", "b")
 	ch := waitRing(t, m, "a", "b")
+	if d, err := m.Dead(t.Context(), "stale"); err != nil || d {
+		t.Errorf("Dead(stale) at the start = %v, %v; want false: not seen unrenewed for its duration yet", d, err)
+	}
 
 	// a renews at +2 s; b does not. At +3.5 s b has expired without a
 	// word, and the timer says so.
@@ -141,6 +167,9 @@ func TestMembersLive(t *testing.T) {
 	clk.Step(1500 * time.Millisecond)
 	waitClosed(t, ch, "b expired")
 	ch = waitRing(t, m, "a")
+	if d, err := m.Dead(t.Context(), "stale"); err != nil || !d {
+		t.Errorf("Dead(stale) at +3.5s = %v, %v; want true", d, err)
+	}
 
 	// a releases: gone at once, before its Lease would expire.
 	if _, err := leases.Update(t.Context(), testLease("a", "", renewed), metav1.UpdateOptions{}); err != nil {
@@ -164,10 +193,12 @@ func TestMembersLive(t *testing.T) {
 
 func TestMembersDead(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	before := t0.Add(-time.Second)
 	m, cs, clk := startMembers(t,
-		testLease("live", "live", t0), testLease("silent", "silent", t0), testLease("released", "", t0),
-		testLease("vanished", "vanished", t0), testLease("left", "left", t0))
+		testLease("live", "live", before), testLease("silent", "silent", before), testLease("released", "", before),
+		testLease("vanished", "vanished", before), testLease("left", "left", before))
 	leases := cs.CoordinationV1().Leases("ops")
+	renewNow(t, m, cs, clk, "left", "live", "silent", "vanished")
 	waitRing(t, m, "left", "live", "silent", "vanished")
 
 	dead := func(id string) bool {
@@ -254,9 +285,11 @@ func TestMembersDeadReadsTheServer(t *testing.T) {
 
 func TestMembersCollect(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	before := t0.Add(-time.Second)
 	m, cs, clk := startMembers(t,
-		testLease("live", "live", t0), testLease("crashed", "crashed", t0), testLease("released", "", t0))
+		testLease("live", "live", before), testLease("crashed", "crashed", before), testLease("released", "", before))
 	leases := cs.CoordinationV1().Leases("ops")
+	renewNow(t, m, cs, clk, "crashed", "live")
 	waitRing(t, m, "crashed", "live")
 	step := func(d time.Duration) { t.Helper(); stepRenewing(t, m, cs, clk, d) }
 	exists := func(id string) bool {

@@ -32,6 +32,11 @@ const (
 	moveWriters    = 16
 )
 
+// resyncLeases is how many lease durations apart the sharder looks for
+// objects and children of dead shards when nothing prompts it: the last
+// net under whatever a view of the ring out of step left behind.
+const resyncLeases = 4
+
 // listPage is the page size of the sharder's list of a dead shard's
 // objects, so that a shard of 10,000 objects is not one response.
 const listPage = 500
@@ -60,6 +65,8 @@ type Sharder struct {
 	members     *Members
 	group, kind string
 	retry       time.Duration // between passes while a shard is not yet confirmed dead
+	resync      time.Duration // between passes when nothing prompts one
+	settle      time.Duration // passes every retry period this long after a shard left
 
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	store cache.Store // the unassigned objects, set by Run
@@ -84,6 +91,8 @@ func NewSharder(res Resource, members *Members, group, kind string) *Sharder {
 	return &Sharder{
 		res: res, members: members, group: group, kind: kind,
 		retry:    members.cfg.RetryPeriod,
+		resync:   resyncLeases * members.cfg.LeaseDuration,
+		settle:   2 * members.cfg.LeaseDuration,
 		labelled: map[cache.ObjectName]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
@@ -239,28 +248,46 @@ func (s *Sharder) remember(key cache.ObjectName, o *metav1.PartialObjectMetadata
 // objects of shards that left are moved once those are confirmed dead.
 // While a shard is not yet confirmed, or a write failed, the pass is run
 // again every retry period: a shard's death is not a change of the ring.
+//
+// Passes also come again every retry period for two lease durations after
+// a shard left (or after the start: shards may have left just before this
+// sharder was elected), and every resync period besides. A replica hands objects
+// over by its own view of the ring, which may still show the dead shard
+// for a moment after this one's stopped showing it (their watches are not
+// in step, and a hand-over in flight writes after its decision): what it
+// hands to the dead shard then would stay there, with nobody to move it,
+// until the next change of the ring.
 func (s *Sharder) rebalance(ctx context.Context) {
+	var prev []string
+	settling := time.Now().Add(s.settle) // passes come every retry period until then
 	for {
 		ring, changed := s.members.Ring()
+		if slices.ContainsFunc(prev, func(id string) bool { return !ring.Has(id) }) {
+			settling = time.Now().Add(s.settle)
+		}
+		prev = ring.Shards()
 		for _, key := range s.store.ListKeys() {
 			if name, err := cache.ParseObjectName(key); err == nil {
 				s.queue.Add(name)
 			}
 		}
-		var again <-chan time.Time
 		// Both passes, whatever the first one says. The children first:
 		// their parents' new holders then find them in their watch, and
 		// need neither a read nor a write of their own for them.
 		children := s.reassignChildren(ctx, ring)
-		if s.reassign(ctx, ring) || children {
-			again = time.After(s.retry)
+		wait := s.resync
+		if s.reassign(ctx, ring) || children || time.Now().Before(settling) {
+			wait = s.retry
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-changed:
-		case <-again:
+		case <-t.C:
 		}
+		t.Stop()
 	}
 }
 

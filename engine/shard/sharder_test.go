@@ -193,7 +193,9 @@ func (f *fakeResource) sent() []string {
 func ringMembers(t *testing.T) *Members {
 	t.Helper()
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	m, _, _ := startMembers(t, testLease("a", "a", t0), testLease("b", "b", t0), testLease("c", "", t0))
+	m, cs, clk := startMembers(t, testLease("a", "a", t0), testLease("b", "b", t0), testLease("c", "", t0))
+	clk.Step(time.Millisecond)
+	renewNow(t, m, cs, clk, "a", "b") // seen renewing: live
 	waitRing(t, m, "a", "b")
 	return m
 }
@@ -382,6 +384,70 @@ func TestSharderRun(t *testing.T) {
 	}
 	if got, want := s.Stats(), (Stats{Assigned: 51, Reassigned: 5}); got != want {
 		t.Errorf("stats %+v; want %+v", got, want)
+	}
+}
+
+// TestSharderLateHandOver: an object handed to a dead shard after the
+// sharder's pass for that shard (by a replica whose view of the ring still
+// showed it) is moved all the same, without a change of the ring to
+// prompt a pass: soon while the ring settles after a shard left, and at
+// the next resync otherwise.
+func TestSharderLateHandOver(t *testing.T) {
+	cases := []struct {
+		name string
+		// left: shard d is live at the start and leaves; the late object
+		// is handed to it. Otherwise to c, released before the start.
+		left   bool
+		resync time.Duration
+	}{
+		{name: "while the ring settles after a shard left", left: true, resync: time.Hour},
+		{name: "at the next resync", resync: 300 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+			m, cs, clk := startMembers(t, testLease("a", "a", t0), testLease("b", "b", t0), testLease("c", "", t0), testLease("d", "d", t0))
+			clk.Step(time.Millisecond)
+			live := []string{"a", "b"}
+			if tc.left {
+				live = append(live, "d")
+			}
+			renewNow(t, m, cs, clk, live...)
+			waitRing(t, m, live...)
+
+			res := &fakeResource{}
+			s := NewSharder(res, m, "example.com", "Thing")
+			s.resync = tc.resync
+			if !tc.left {
+				s.settle = 0 // the start's settling would find it first
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error)
+			go func() { done <- s.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			}()
+			dead := "c"
+			if tc.left {
+				dead = "d"
+				// d releases its Lease, as a shard that stops does.
+				if _, err := cs.CoordinationV1().Leases("ops").Update(t.Context(), testLease("d", "", clk.Now()), metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				waitRing(t, m, "a", "b")
+			}
+			time.Sleep(200 * time.Millisecond) // the pass of the change has run
+			res.add("ns", "late", dead)
+			err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+				return res.shards()["ns/late"] == owner("ns", "late"), nil
+			})
+			if err != nil {
+				t.Fatalf("an object handed to dead shard %s after its pass is on %q after 3 s; want %s", dead, res.shards()["ns/late"], owner("ns", "late"))
+			}
+		})
 	}
 }
 
