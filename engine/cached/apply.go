@@ -75,16 +75,26 @@ func Applied(data []byte) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// ResourceVersion reads only metadata.resourceVersion of an apply's
-// response: all a status write needs of it.
-func ResourceVersion(data []byte) (string, error) {
+// Written reads of an apply's response the metadata a writer compares
+// with the object it read: resourceVersion, generation, labels,
+// annotations, finalizers and deletionTimestamp; not managedFields, the
+// bulk of the metadata, nor the rest of the object. All a status write
+// needs of its response.
+func Written(data []byte) (*metav1.ObjectMeta, error) {
 	var o struct {
 		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
+			ResourceVersion   string            `json:"resourceVersion"`
+			Generation        int64             `json:"generation"`
+			Labels            map[string]string `json:"labels"`
+			Annotations       map[string]string `json:"annotations"`
+			Finalizers        []string          `json:"finalizers"`
+			DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(data, &o); err != nil {
-		return "", fmt.Errorf("decode applied object: %w", err)
+		return nil, fmt.Errorf("decode applied object: %w", err)
 	}
-	return o.Metadata.ResourceVersion, nil
+	m := o.Metadata
+	return &metav1.ObjectMeta{ResourceVersion: m.ResourceVersion, Generation: m.Generation, Labels: m.Labels,
+		Annotations: m.Annotations, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp}, nil
 }

@@ -379,26 +379,22 @@ func (c *Client) applyRaw(ctx context.Context, m *meta.RESTMapping, obj *unstruc
 }
 
 // ApplyStatus server-side applies obj's status through the status
-// subresource, and returns the resourceVersion the write produced.
-func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (resourceVersion string, err error) {
+// subresource, and returns the metadata of the object the write produced.
+func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (metav1.Object, error) {
 	m, err := c.Mapping(obj.GroupVersionKind())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if c.lister == nil { // a Client of fakes
-		live, err := marked(c.resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions()))
-		if err != nil {
-			return "", err
-		}
-		return live.GetResourceVersion(), nil
+		return marked(c.resource(m, obj.GetNamespace()).ApplyStatus(ctx, obj.GetName(), obj, c.applyOptions()))
 	}
 	raw, err := c.applyRaw(ctx, m, obj, "status")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	// The writer needs the resourceVersion its write produced, nothing
-	// else of the object the API server sends back.
-	return cached.ResourceVersion(raw)
+	// The writer compares the written object's metadata with what it
+	// read; nothing else of the object the API server sends back.
+	return cached.Written(raw)
 }
 
 // Apply with Force: the operator is the authority on the fields it renders;

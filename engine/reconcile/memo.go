@@ -2,8 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -109,6 +112,50 @@ func (e *memoEntry) check(obj *unstructured.Unstructured, a *apply.Applier) int 
 		}
 	}
 	return verdict
+}
+
+// adopt takes into obj the resourceVersion of written, the object as this
+// reconcile's own write of obj (its metadata or status) left it, so that
+// memo remembers the version the write's event brings to the cache. Only
+// when written shows no change by anyone else since obj was read: the API
+// server answers with the newest version, which holds a spec or label
+// change made meanwhile as well, and remembering that version as
+// reconciled would skip the change for good (its event finds the parent
+// "as it was"). Otherwise obj keeps the version read, and the next event
+// misses memo and reconciles. ours are the finalizers and annotations the
+// write itself set.
+func adopt(obj *unstructured.Unstructured, written metav1.Object, ours ...string) {
+	if written.GetResourceVersion() == "" ||
+		written.GetGeneration() != obj.GetGeneration() ||
+		!maps.Equal(written.GetLabels(), obj.GetLabels()) ||
+		!maps.Equal(without(written.GetAnnotations(), ours), without(obj.GetAnnotations(), ours)) ||
+		!slices.Equal(withoutItems(written.GetFinalizers(), ours), withoutItems(obj.GetFinalizers(), ours)) ||
+		!written.GetDeletionTimestamp().Equal(obj.GetDeletionTimestamp()) {
+		return
+	}
+	obj.SetResourceVersion(written.GetResourceVersion())
+}
+
+// without is m less the keys in drop (m itself when it has none of them).
+func without(m map[string]string, drop []string) map[string]string {
+	var out map[string]string
+	for _, k := range drop {
+		if _, ok := m[k]; ok {
+			if out == nil {
+				out = maps.Clone(m)
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return m
+	}
+	return out
+}
+
+// withoutItems is s less the items in drop.
+func withoutItems(s, drop []string) []string {
+	return slices.DeleteFunc(slices.Clone(s), func(v string) bool { return slices.Contains(drop, v) })
 }
 
 // Forget drops what is remembered of a parent, when it is deleted.

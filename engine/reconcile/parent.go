@@ -81,9 +81,9 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	}
 	r.Stats.add(&r.Stats.ParentWrites)
 	klog.FromContext(ctx).V(2).Info("Wrote the parent's metadata", "finalizer", want.finalizer, "pruneHeld", want.pruneHeld, "resourceVersion", live.GetResourceVersion())
+	adopt(obj, live, Finalizer, AnnotationPruneHeld, AnnotationDeleteHooksRan)
 	obj.SetFinalizers(live.GetFinalizers())
 	obj.SetAnnotations(live.GetAnnotations())
-	obj.SetResourceVersion(live.GetResourceVersion())
 	return nil
 }
 

@@ -173,12 +173,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 	if err != nil {
 		return err
 	}
-	wrote, err := status.Write(ctx, r.Client, obj, desired)
+	written, err := status.Write(ctx, r.Client, obj, desired)
 	if err != nil {
 		return err
 	}
-	if wrote {
+	if written != nil {
 		r.Stats.add(&r.Stats.StatusWrites)
+		adopt(obj, written)
 	}
 	return nil
 }

@@ -13,9 +13,10 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// Writer writes a status; *kube.Client is one.
+// Writer writes a status; *kube.Client is one. It returns the metadata
+// of the object as the write left it.
 type Writer interface {
-	ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (resourceVersion string, err error)
+	ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (written metav1.Object, err error)
 }
 
 // Desired returns the whole .status to write for obj: rendered (the output
@@ -64,11 +65,12 @@ func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {
 }
 
 // Write applies desired as obj's status unless it is already there. It
-// reports whether it wrote, and sets obj's resourceVersion to the one the
-// write produced.
-func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desired map[string]any) (bool, error) {
+// returns the metadata of the object as the write left it, nil when it
+// did not write. That object is the newest version, which may hold more
+// than this write: a change someone else made since obj was read.
+func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desired map[string]any) (metav1.Object, error) {
 	if Unchanged(obj, desired) {
-		return false, nil
+		return nil, nil
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": obj.GetAPIVersion(),
@@ -76,16 +78,11 @@ func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desire
 		"metadata":   map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()},
 		"status":     desired,
 	}}
-	rv, err := w.ApplyStatus(ctx, patch)
+	written, err := w.ApplyStatus(ctx, patch)
 	if err != nil {
-		return false, fmt.Errorf("write status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		return nil, fmt.Errorf("write status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
-	// The caller learns the resourceVersion its write produced: what the
-	// cache will hold once the write's event arrives.
-	if rv != "" {
-		obj.SetResourceVersion(rv)
-	}
-	return true, nil
+	return written, nil
 }
 
 // normalize gives m the types the API server returns (int64 for whole

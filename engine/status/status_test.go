@@ -12,9 +12,9 @@ import (
 
 type fakeWriter struct{ writes []*unstructured.Unstructured }
 
-func (f *fakeWriter) ApplyStatus(_ context.Context, obj *unstructured.Unstructured) (string, error) {
+func (f *fakeWriter) ApplyStatus(_ context.Context, obj *unstructured.Unstructured) (metav1.Object, error) {
 	f.writes = append(f.writes, obj)
-	return obj.GetResourceVersion(), nil
+	return obj, nil
 }
 
 func parent(status map[string]any) *unstructured.Unstructured {
@@ -40,7 +40,7 @@ func TestDesiredAndWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &fakeWriter{}
-	if wrote, err := Write(t.Context(), w, obj, want); err != nil || !wrote {
+	if wrote, err := Write(t.Context(), w, obj, want); err != nil || wrote == nil {
 		t.Fatalf("first write: wrote=%v err=%v", wrote, err)
 	}
 	if want["observedGeneration"] != int64(2) || want["readyReplicas"] != int64(3) {
@@ -80,8 +80,8 @@ func TestDesiredAndWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := &fakeWriter{}
-			wrote, err := Write(context.Background(), w, live, got)
-			if err != nil || wrote != tc.wantWrite {
+			written, err := Write(context.Background(), w, live, got)
+			if wrote := written != nil; err != nil || wrote != tc.wantWrite {
 				t.Fatalf("wrote=%v err=%v, want wrote=%v", wrote, err, tc.wantWrite)
 			}
 			if c := got["conditions"].([]any)[0].(map[string]any); cond.Status == "True" && c["lastTransitionTime"] != "2026-01-01T10:00:00Z" {
