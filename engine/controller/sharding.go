@@ -40,9 +40,17 @@ func (s *shardState) handedOver(key cache.ObjectName, resourceVersion string) bo
 	return ok && v == resourceVersion
 }
 
-func (s *shardState) remember(key cache.ObjectName, resourceVersion string) {
+// remember records that key was handed over at resourceVersion, unless
+// store (the kind's cache) no longer holds that version: the watch then
+// delivered the move already, and its deletion (forget) may have run, so
+// that an entry made now would never be dropped.
+func (s *shardState) remember(key cache.ObjectName, resourceVersion string, store cache.Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	cur, ok, _ := store.GetByKey(key.String())
+	if m, isMeta := cur.(metav1.Object); !ok || !isMeta || m.GetResourceVersion() != resourceVersion {
+		return
+	}
 	if s.handed == nil {
 		s.handed = map[cache.ObjectName]string{}
 	}
@@ -152,7 +160,7 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 	}
 	switch {
 	case err == nil:
-		c.shards.remember(key, o.GetResourceVersion())
+		c.shards.remember(key, o.GetResourceVersion(), c.objectStore())
 		c.stats.Add(func(s *reconcile.Stats) *atomic.Int64 { return &s.HandedOver })
 		log.V(1).Info("Handed over", "object", key.String(), "to", act.To)
 		return false, reconcile.Result{}, nil
@@ -163,6 +171,18 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 		// retry reads it again and decides again.
 		return false, reconcile.Result{}, fmt.Errorf("hand %s over to shard %s: %w", key, act.To, err)
 	}
+}
+
+// objectStore is the cache of the kind's objects; an empty one before the
+// kind's watch started.
+func (c *kindController) objectStore() cache.Store {
+	c.mu.Lock()
+	h := c.watch
+	c.mu.Unlock()
+	if h == nil {
+		return cache.NewStore(cache.MetaNamespaceKeyFunc)
+	}
+	return h.informer().GetStore()
 }
 
 // errNoMetadataClient: a Manager on fake clients cannot shard.

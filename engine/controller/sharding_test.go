@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/tmplop/operator/engine/shard"
@@ -105,6 +106,41 @@ func TestShardedManagerOnFakes(t *testing.T) {
 				if f.get(configMapsGVR, "ns", name) != nil {
 					t.Errorf("%s applied by shard a: its parent is not labelled a", name)
 				}
+			}
+		})
+	}
+}
+
+// TestShardStateRemember: a hand-over is remembered only while the cache
+// still shows the version handed over; once the watch delivered the move
+// (the object gone from the cache, or newer), its deletion's forget may
+// have run already, and an entry made then would stay for good.
+func TestShardStateRemember(t *testing.T) {
+	key := cache.ObjectName{Namespace: "ns", Name: "o"}
+	cases := []struct {
+		name   string
+		cached string // the version in the cache; "" for none
+		want   bool
+	}{
+		{name: "the cache shows the version handed over", cached: "7", want: true},
+		{name: "the cache has a newer version", cached: "8"},
+		{name: "the object left the cache", cached: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			if tc.cached != "" {
+				if err := store.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", ResourceVersion: tc.cached}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var s shardState
+			s.remember(key, "7", store)
+			if got := s.handedOver(key, "7"); got != tc.want {
+				t.Errorf("handedOver = %v; want %v", got, tc.want)
+			}
+			if got := len(s.handed); got != map[bool]int{true: 1}[tc.want] {
+				t.Errorf("%d entries kept", got)
 			}
 		})
 	}

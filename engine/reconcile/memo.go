@@ -158,8 +158,12 @@ func withoutItems(s, drop []string) []string {
 	return slices.DeleteFunc(slices.Clone(s), func(v string) bool { return slices.Contains(drop, v) })
 }
 
-// Forget drops what is remembered of a parent, when it is deleted.
-func (r *Reconciler) Forget(uid types.UID) { r.memo.drop(uid) }
+// Forget drops what is remembered of a parent (memo, and its last status
+// written), when it is deleted.
+func (r *Reconciler) Forget(uid types.UID) {
+	r.memo.drop(uid)
+	r.written.drop(uid)
+}
 
 // fromMemo answers from what the last complete reconcile of obj saw, when
 // it can: nothing changed (nothing to do), or only the children's status

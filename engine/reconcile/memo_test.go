@@ -169,3 +169,99 @@ func TestAdopt(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusAfterAFailureOnAStaleCache: a reconcile fails and writes
+// ApplyFailed; its retry runs before the cache shows that write, on the
+// Reconciled status from before, and succeeds. Its status equals the
+// cached one, but not the server's: it must be written, or ApplyFailed
+// stays on the object (the status-only event that brings it to the cache
+// reconciles nothing).
+func TestStatusAfterAFailureOnAStaleCache(t *testing.T) {
+	set, err := render.Parse(map[string]string{
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  value: {{ .Spec.value | quote }}\n",
+		"status.yaml":    "value: {{ dig \"ConfigMap\" .Name \"data\" \"value\" \"\" .Children | quote }}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &catalog.Kind{Name: "thing", GVK: schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "Thing"}, Templates: set}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(k.GVK, meta.RESTScopeNamespace)
+	cache := &liveCache{objs: map[apply.Key]*unstructured.Unstructured{}}
+	server := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "Thing",
+		"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "u1", "generation": int64(1), "resourceVersion": "1"},
+		"spec":     map[string]any{"value": "v1"}}}
+	rv := 1
+	failApply := false
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	dyn.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchAction)
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(p.GetPatch()); err != nil {
+			return true, nil, err
+		}
+		rv++
+		if p.GetSubresource() == "status" {
+			server.Object["status"] = u.Object["status"]
+			server.SetResourceVersion(fmt.Sprint(rv))
+			return true, server.DeepCopy(), nil
+		}
+		if failApply {
+			return true, nil, fmt.Errorf("injected by the test")
+		}
+		u.SetResourceVersion(fmt.Sprint(rv))
+		u.SetUID(types.UID("uid-" + u.GetName()))
+		cache.objs[apply.Key{GR: p.GetResource().GroupResource(), Namespace: u.GetNamespace(), Name: u.GetName()}] = u
+		return true, u.DeepCopy(), nil
+	})
+	r := &Reconciler{Kind: k, Client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper}, "op"),
+		Applier: apply.NewApplier(cache, nil), Lookups: noLookups{}, Inventory: &memInventory{}, Recorder: &record.FakeRecorder{},
+		Manager: "op", Stats: &Stats{}, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	reconciled := func() string {
+		conds, _, _ := unstructured.NestedSlice(server.Object, "status", "conditions")
+		for _, c := range conds {
+			if c := c.(map[string]any); c["type"] == "Reconciled" {
+				return fmt.Sprint(c["status"], " ", c["reason"])
+			}
+		}
+		return "none"
+	}
+
+	if _, err := r.Reconcile(t.Context(), server.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	stale := server.DeepCopy() // the cache, from here on behind the server
+	if got := reconciled(); got != "True Reconciled" {
+		t.Fatalf("after the first reconcile: Reconciled %s", got)
+	}
+	// Someone deletes the child; applying it again fails.
+	clear(cache.objs)
+	failApply = true
+	if _, err := r.Reconcile(t.Context(), stale.DeepCopy()); err == nil {
+		t.Fatal("the reconcile whose apply failed reported no error")
+	}
+	if got := reconciled(); got != "False ApplyFailed" {
+		t.Fatalf("after the failed apply: Reconciled %s", got)
+	}
+	// The retry, on the cache that has not seen the failure's write.
+	failApply = false
+	if _, err := r.Reconcile(t.Context(), stale.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if got := reconciled(); got != "True Reconciled" {
+		t.Errorf("after the retry on a stale cache: Reconciled %s on the server; want True Reconciled", got)
+	}
+	// Once the cache shows the last write, it is trusted again: nothing
+	// more to write.
+	writes := r.Stats.StatusWrites.Load()
+	if _, err := r.Reconcile(t.Context(), server.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Stats.StatusWrites.Load(); got != writes {
+		t.Errorf("%d status writes on a cache that shows the last one; want none", got-writes)
+	}
+	if n := len(r.written.byUID); n != 0 {
+		t.Errorf("%d written entries kept once the cache caught up", n)
+	}
+}

@@ -66,7 +66,8 @@ type Reconciler struct {
 	// Stats counts what the reconciler did (required).
 	Stats *Stats
 
-	memo memo
+	memo    memo
+	written written
 }
 
 // policy is what every plan of r is adopted under.
@@ -88,6 +89,7 @@ type Result struct {
 // (status_step.go).
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	r.Stats.add(&r.Stats.Reconciles)
+	r.written.seen(obj)
 	if obj.GetDeletionTimestamp() != nil {
 		r.memo.drop(obj.GetUID())
 		return r.finalize(ctx, obj)
@@ -173,14 +175,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 	if err != nil {
 		return err
 	}
+	if status.Unchanged(obj, desired) && r.written.upToDate(obj, desired) {
+		return nil
+	}
 	written, err := status.Write(ctx, r.Client, obj, desired)
 	if err != nil {
+		r.written.wrote(obj.GetUID(), "", nil) // perhaps written: write the next one whatever the cache says
 		return err
 	}
-	if written != nil {
-		r.Stats.add(&r.Stats.StatusWrites)
-		adopt(obj, written)
-	}
+	r.Stats.add(&r.Stats.StatusWrites)
+	r.written.wrote(obj.GetUID(), written.GetResourceVersion(), desired)
+	adopt(obj, written)
 	return nil
 }
 

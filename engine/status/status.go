@@ -64,14 +64,11 @@ func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {
 	return equality.Semantic.DeepEqual(cur, desired)
 }
 
-// Write applies desired as obj's status unless it is already there. It
-// returns the metadata of the object as the write left it, nil when it
-// did not write. That object is the newest version, which may hold more
-// than this write: a change someone else made since obj was read.
+// Write applies desired as obj's status; the caller decides whether it is
+// needed (Unchanged). It returns the metadata of the object as the write
+// left it: the newest version, which may hold more than this write, a
+// change someone else made since obj was read.
 func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desired map[string]any) (metav1.Object, error) {
-	if Unchanged(obj, desired) {
-		return nil, nil
-	}
 	patch := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": obj.GetAPIVersion(),
 		"kind":       obj.GetKind(),

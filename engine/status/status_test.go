@@ -40,8 +40,11 @@ func TestDesiredAndWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &fakeWriter{}
-	if wrote, err := Write(t.Context(), w, obj, want); err != nil || wrote == nil {
-		t.Fatalf("first write: wrote=%v err=%v", wrote, err)
+	if Unchanged(obj, want) {
+		t.Fatal("first status: unchanged")
+	}
+	if wrote, err := Write(t.Context(), w, obj, want); err != nil || wrote == nil || len(w.writes) != 1 {
+		t.Fatalf("first write: wrote=%v err=%v, %d writes", wrote, err, len(w.writes))
 	}
 	if want["observedGeneration"] != int64(2) || want["readyReplicas"] != int64(3) {
 		t.Fatalf("desired = %v", want)
@@ -79,10 +82,8 @@ func TestDesiredAndWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := &fakeWriter{}
-			written, err := Write(context.Background(), w, live, got)
-			if wrote := written != nil; err != nil || wrote != tc.wantWrite {
-				t.Fatalf("wrote=%v err=%v, want wrote=%v", wrote, err, tc.wantWrite)
+			if wrote := !Unchanged(live, got); wrote != tc.wantWrite {
+				t.Fatalf("changed=%v, want %v", wrote, tc.wantWrite)
 			}
 			if c := got["conditions"].([]any)[0].(map[string]any); cond.Status == "True" && c["lastTransitionTime"] != "2026-01-01T10:00:00Z" {
 				t.Errorf("lastTransitionTime moved without a status change: %v", c)

@@ -1,0 +1,92 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// written remembers, per parent, the last status this process wrote and
+// the resourceVersion the write produced, until the cache shows that
+// version. A reconcile compares its status with the cached object's, and
+// the cache may not show the last write yet: a reconcile that failed wrote
+// ApplyFailed, and its retry 5 ms later, on a cache still holding the
+// Reconciled status from before, found its own Reconciled "unchanged" and
+// wrote nothing. The status-only event that brings ApplyFailed to the
+// cache reconciles nothing, so the failure stayed on the object for good
+// (the sharding chaos run, with its proxies' injected faults).
+//
+// It holds a fingerprint, not the status: a few dozen bytes an object,
+// and only for objects whose last write the cache has not shown yet.
+type written struct {
+	mu    sync.Mutex
+	byUID map[types.UID]writtenStatus
+}
+
+type writtenStatus struct {
+	rv  string // "" when the write's outcome is unknown (it failed)
+	sum uint64 // fingerprint of the status written
+}
+
+// seen drops the entry of obj once the cache shows the version its last
+// write produced: the cached status is that write's, or newer.
+func (w *written) seen(obj *unstructured.Unstructured) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.byUID[obj.GetUID()]; ok && e.rv != "" && e.rv == obj.GetResourceVersion() {
+		delete(w.byUID, obj.GetUID())
+	}
+}
+
+// upToDate reports whether obj's cached status can be trusted to be what
+// this process last wrote, or else whether that last write was sum: then
+// a status equal to the cached one needs no write either.
+func (w *written) upToDate(obj *unstructured.Unstructured, desired map[string]any) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.byUID[obj.GetUID()]
+	switch {
+	case !ok:
+		return true
+	case e.rv != "" && e.rv == obj.GetResourceVersion():
+		delete(w.byUID, obj.GetUID()) // the cache caught up
+		return true
+	}
+	return e.rv != "" && e.sum == statusSum(desired)
+}
+
+// wrote records a write of desired that produced resourceVersion rv;
+// rv "" records a write whose outcome is unknown: until the next write
+// succeeds, every status is written.
+func (w *written) wrote(uid types.UID, rv string, desired map[string]any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byUID == nil {
+		w.byUID = map[types.UID]writtenStatus{}
+	}
+	e := writtenStatus{rv: rv}
+	if rv != "" {
+		e.sum = statusSum(desired)
+	}
+	w.byUID[uid] = e
+}
+
+func (w *written) drop(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byUID, uid)
+}
+
+// statusSum is a hash of the status's JSON (map keys sorted).
+func statusSum(status map[string]any) uint64 {
+	data, err := json.Marshal(status)
+	if err != nil {
+		return 0 // never equal to a real status's: the status is written
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return h.Sum64()
+}
