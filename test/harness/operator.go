@@ -190,6 +190,38 @@ func (o *Operator) PeakRSS() (int64, error) {
 	return 0, fmt.Errorf("peak RSS of operator: no VmHWM in %s (exiting?)", path)
 }
 
+// Resident is what the process holds resident now (not its peak), split as
+// the kernel splits it: anonymous memory (heap, stacks, the runtime's:
+// RssAnon), which grows with the objects, and file pages (RssFile), the
+// binary's text and read-only data, shared by every process that maps the
+// same file and reclaimable.
+func (o *Operator) Resident() (anon, file int64, err error) {
+	path := fmt.Sprintf("/proc/%d/status", o.PID())
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("resident memory of operator: %w", err)
+	}
+	found := 0
+	for line := range strings.Lines(string(b)) {
+		for key, dst := range map[string]*int64{"RssAnon:": &anon, "RssFile:": &file} {
+			rest, ok := strings.CutPrefix(line, key)
+			if !ok {
+				continue
+			}
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("resident memory of operator: parse %s line %q: %w", path, line, err)
+			}
+			*dst = kb * 1024
+			found++
+		}
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("resident memory of operator: no RssAnon and RssFile in %s (exiting?)", path)
+	}
+	return anon, file, nil
+}
+
 // CPUTime is the CPU the operator has used so far, user and system, from
 // /proc/<pid>/stat: what a runaway render costs the machine, whatever the
 // operator reports.
