@@ -21,6 +21,75 @@ import (
 	"github.com/tmplop/operator/engine/render"
 )
 
+// thingServer is a fake API server for a kind Thing whose one ConfigMap
+// holds spec.value and whose status reads it back: it holds the parent,
+// puts applied children in cache, and lets a test act just before a status
+// write lands (beforeStatus) or fail child applies (failApply).
+type thingServer struct {
+	parent       *unstructured.Unstructured
+	cache        *liveCache
+	rv           int
+	childApplies int
+	failApply    bool
+	beforeStatus func(p *unstructured.Unstructured)
+}
+
+// newThingReconciler is a Reconciler of kind Thing over a thingServer.
+func newThingReconciler(t *testing.T) (*Reconciler, *thingServer) {
+	t.Helper()
+	set, err := render.Parse(map[string]string{
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  value: {{ .Spec.value | quote }}\n",
+		"status.yaml":    "value: {{ dig \"ConfigMap\" .Name \"data\" \"value\" \"\" .Children | quote }}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &catalog.Kind{Name: "thing", GVK: schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "Thing"}, Templates: set}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(k.GVK, meta.RESTScopeNamespace)
+	srv := &thingServer{
+		cache: &liveCache{objs: map[apply.Key]*unstructured.Unstructured{}},
+		parent: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "u1", "generation": int64(1), "resourceVersion": "1"},
+			"spec":     map[string]any{"value": "v1"}}},
+		rv: 1,
+	}
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	dyn.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchAction)
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(p.GetPatch()); err != nil {
+			return true, nil, err
+		}
+		if p.GetSubresource() == "status" {
+			if srv.beforeStatus != nil {
+				srv.rv++
+				srv.beforeStatus(srv.parent)
+				srv.parent.SetResourceVersion(fmt.Sprint(srv.rv))
+				srv.beforeStatus = nil // once
+			}
+			srv.rv++
+			srv.parent.Object["status"] = u.Object["status"]
+			srv.parent.SetResourceVersion(fmt.Sprint(srv.rv))
+			return true, srv.parent.DeepCopy(), nil
+		}
+		if srv.failApply {
+			return true, nil, fmt.Errorf("injected by the test")
+		}
+		srv.childApplies++
+		srv.rv++
+		u.SetResourceVersion(fmt.Sprint(srv.rv))
+		u.SetUID(types.UID("uid-" + u.GetName()))
+		srv.cache.objs[apply.Key{GR: p.GetResource().GroupResource(), Namespace: u.GetNamespace(), Name: u.GetName()}] = u
+		return true, u.DeepCopy(), nil
+	})
+	r := &Reconciler{Kind: k, Client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper}, "op"),
+		Applier: apply.NewApplier(srv.cache, nil), Lookups: noLookups{}, Inventory: &memInventory{}, Recorder: &record.FakeRecorder{},
+		Manager: "op", Stats: &Stats{}, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	return r, srv
+}
+
 // TestMemoAfterAChangeMeanwhile: a change someone else makes to the parent
 // between the reconcile's read and its status write comes back in the
 // write's response (the API server answers with the newest version). That
@@ -55,61 +124,16 @@ func TestMemoAfterAChangeMeanwhile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			set, err := render.Parse(map[string]string{
-				"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  value: {{ .Spec.value | quote }}\n",
-				"status.yaml":    "value: {{ dig \"ConfigMap\" .Name \"data\" \"value\" \"\" .Children | quote }}\n",
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			k := &catalog.Kind{Name: "thing", GVK: schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "Thing"}, Templates: set}
-			mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
-			mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-			mapper.Add(k.GVK, meta.RESTScopeNamespace)
-			cache := &liveCache{objs: map[apply.Key]*unstructured.Unstructured{}}
-			// server is the parent as the API server holds it.
-			server := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "Thing",
-				"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "u1", "generation": int64(1), "resourceVersion": "1"},
-				"spec":     map[string]any{"value": "v1"}}}
-			rv := 1
-			childApplies := 0
-			dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-			dyn.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				p := a.(clienttesting.PatchAction)
-				u := &unstructured.Unstructured{}
-				if err := u.UnmarshalJSON(p.GetPatch()); err != nil {
-					return true, nil, err
-				}
-				if p.GetSubresource() == "status" {
-					if tc.meanwhile != nil {
-						rv++
-						tc.meanwhile(server)
-						server.SetResourceVersion(fmt.Sprint(rv))
-						tc.meanwhile = nil // once
-					}
-					rv++
-					server.Object["status"] = u.Object["status"]
-					server.SetResourceVersion(fmt.Sprint(rv))
-					return true, server.DeepCopy(), nil
-				}
-				childApplies++
-				rv++
-				u.SetResourceVersion(fmt.Sprint(rv))
-				u.SetUID(types.UID("uid-" + u.GetName()))
-				cache.objs[apply.Key{GR: p.GetResource().GroupResource(), Namespace: u.GetNamespace(), Name: u.GetName()}] = u
-				return true, u.DeepCopy(), nil
-			})
-			stats := &Stats{}
-			r := &Reconciler{Kind: k, Client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper}, "op"),
-				Applier: apply.NewApplier(cache, nil), Lookups: noLookups{}, Inventory: &memInventory{}, Recorder: &record.FakeRecorder{},
-				Manager: "op", Stats: stats, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+			r, srv := newThingReconciler(t)
+			srv.beforeStatus = tc.meanwhile
+			server, stats, cache := srv.parent, r.Stats, srv.cache
 
 			// The first reconcile reads the parent at version 1.
 			if _, err := r.Reconcile(t.Context(), server.DeepCopy()); err != nil {
 				t.Fatal(err)
 			}
-			if childApplies != 1 {
-				t.Fatalf("first reconcile: %d child applies; want 1", childApplies)
+			if srv.childApplies != 1 {
+				t.Fatalf("first reconcile: %d child applies; want 1", srv.childApplies)
 			}
 			// The event of the status write: the cache holds the newest
 			// version, the one the write answered with.
@@ -121,8 +145,8 @@ func TestMemoAfterAChangeMeanwhile(t *testing.T) {
 			}
 			if v, _, _ := unstructured.NestedString(server.Object, "spec", "value"); v == "v2" {
 				cm := cache.objs[apply.Key{GR: schema.GroupResource{Resource: "configmaps"}, Namespace: "ns", Name: "t"}]
-				if got, _, _ := unstructured.NestedString(cm.Object, "data", "value"); got != "v2" || childApplies != 2 {
-					t.Errorf("the spec change: ConfigMap holds %q after %d applies; want v2 after 2", got, childApplies)
+				if got, _, _ := unstructured.NestedString(cm.Object, "data", "value"); got != "v2" || srv.childApplies != 2 {
+					t.Errorf("the spec change: ConfigMap holds %q after %d applies; want v2 after 2", got, srv.childApplies)
 				}
 			}
 		})
@@ -177,47 +201,8 @@ func TestAdopt(t *testing.T) {
 // stays on the object (the status-only event that brings it to the cache
 // reconciles nothing).
 func TestStatusAfterAFailureOnAStaleCache(t *testing.T) {
-	set, err := render.Parse(map[string]string{
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\ndata:\n  value: {{ .Spec.value | quote }}\n",
-		"status.yaml":    "value: {{ dig \"ConfigMap\" .Name \"data\" \"value\" \"\" .Children | quote }}\n",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &catalog.Kind{Name: "thing", GVK: schema.GroupVersionKind{Group: "e.io", Version: "v1", Kind: "Thing"}, Templates: set}
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "e.io", Version: "v1"}})
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	mapper.Add(k.GVK, meta.RESTScopeNamespace)
-	cache := &liveCache{objs: map[apply.Key]*unstructured.Unstructured{}}
-	server := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "Thing",
-		"metadata": map[string]any{"name": "t", "namespace": "ns", "uid": "u1", "generation": int64(1), "resourceVersion": "1"},
-		"spec":     map[string]any{"value": "v1"}}}
-	rv := 1
-	failApply := false
-	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	dyn.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		p := a.(clienttesting.PatchAction)
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(p.GetPatch()); err != nil {
-			return true, nil, err
-		}
-		rv++
-		if p.GetSubresource() == "status" {
-			server.Object["status"] = u.Object["status"]
-			server.SetResourceVersion(fmt.Sprint(rv))
-			return true, server.DeepCopy(), nil
-		}
-		if failApply {
-			return true, nil, fmt.Errorf("injected by the test")
-		}
-		u.SetResourceVersion(fmt.Sprint(rv))
-		u.SetUID(types.UID("uid-" + u.GetName()))
-		cache.objs[apply.Key{GR: p.GetResource().GroupResource(), Namespace: u.GetNamespace(), Name: u.GetName()}] = u
-		return true, u.DeepCopy(), nil
-	})
-	r := &Reconciler{Kind: k, Client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper}, "op"),
-		Applier: apply.NewApplier(cache, nil), Lookups: noLookups{}, Inventory: &memInventory{}, Recorder: &record.FakeRecorder{},
-		Manager: "op", Stats: &Stats{}, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	r, srv := newThingReconciler(t)
+	server := srv.parent
 	reconciled := func() string {
 		conds, _, _ := unstructured.NestedSlice(server.Object, "status", "conditions")
 		for _, c := range conds {
@@ -236,8 +221,8 @@ func TestStatusAfterAFailureOnAStaleCache(t *testing.T) {
 		t.Fatalf("after the first reconcile: Reconciled %s", got)
 	}
 	// Someone deletes the child; applying it again fails.
-	clear(cache.objs)
-	failApply = true
+	clear(srv.cache.objs)
+	srv.failApply = true
 	if _, err := r.Reconcile(t.Context(), stale.DeepCopy()); err == nil {
 		t.Fatal("the reconcile whose apply failed reported no error")
 	}
@@ -245,7 +230,7 @@ func TestStatusAfterAFailureOnAStaleCache(t *testing.T) {
 		t.Fatalf("after the failed apply: Reconciled %s", got)
 	}
 	// The retry, on the cache that has not seen the failure's write.
-	failApply = false
+	srv.failApply = false
 	if _, err := r.Reconcile(t.Context(), stale.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
