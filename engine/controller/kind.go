@@ -134,8 +134,12 @@ func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cach
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*cached.Object)
 			n, ok2 := cur.(*cached.Object)
-			if ok1 && ok2 && needsReconcile(o, n) {
+			switch {
+			case !ok1 || !ok2:
+			case needsReconcile(o, n):
 				c.add(queue, cur)
+			default:
+				c.reconciler.Observed(n.GetUID(), n.GetResourceVersion())
 			}
 		},
 		DeleteFunc: func(obj any) {

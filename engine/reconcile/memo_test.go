@@ -237,6 +237,15 @@ func TestStatusAfterAFailureOnAStaleCache(t *testing.T) {
 	if got := reconciled(); got != "True Reconciled" {
 		t.Errorf("after the retry on a stale cache: Reconciled %s on the server; want True Reconciled", got)
 	}
+	// The event of that write drops what is remembered of it, though it
+	// reconciles nothing.
+	if n := len(r.written.byUID); n != 1 {
+		t.Fatalf("%d written entries after the retry's write; want 1", n)
+	}
+	r.Observed(server.GetUID(), server.GetResourceVersion())
+	if n := len(r.written.byUID); n != 0 {
+		t.Errorf("%d written entries once the write's event was observed; want 0", n)
+	}
 	// Once the cache shows the last write, it is trusted again: nothing
 	// more to write.
 	writes := r.Stats.StatusWrites.Load()

@@ -89,7 +89,7 @@ type Result struct {
 // (status_step.go).
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	r.Stats.add(&r.Stats.Reconciles)
-	r.written.seen(obj)
+	r.written.seen(obj.GetUID(), obj.GetResourceVersion())
 	if obj.GetDeletionTimestamp() != nil {
 		r.memo.drop(obj.GetUID())
 		return r.finalize(ctx, obj)

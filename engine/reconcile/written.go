@@ -20,7 +20,8 @@ import (
 // (the sharding chaos run, with its proxies' injected faults).
 //
 // It holds a fingerprint, not the status: a few dozen bytes an object,
-// and only for objects whose last write the cache has not shown yet.
+// and only for objects whose last write the cache has not shown yet (the
+// watch's event of the write drops the entry: Reconciler.Observed).
 type written struct {
 	mu    sync.Mutex
 	byUID map[types.UID]writtenStatus
@@ -31,13 +32,13 @@ type writtenStatus struct {
 	sum uint64 // fingerprint of the status written
 }
 
-// seen drops the entry of obj once the cache shows the version its last
+// seen drops the entry of uid once the cache shows the version its last
 // write produced: the cached status is that write's, or newer.
-func (w *written) seen(obj *unstructured.Unstructured) {
+func (w *written) seen(uid types.UID, resourceVersion string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e, ok := w.byUID[obj.GetUID()]; ok && e.rv != "" && e.rv == obj.GetResourceVersion() {
-		delete(w.byUID, obj.GetUID())
+	if e, ok := w.byUID[uid]; ok && e.rv != "" && e.rv == resourceVersion {
+		delete(w.byUID, uid)
 	}
 }
 
