@@ -27,6 +27,11 @@
 //   - Report every failure as the Reconciled condition and a Warning Event
 //     on the object, and classify it for the controller in one place
 //     (classify): only known-permanent causes are terminal.
+//   - Trust the cache only as far as it goes: a status equal to the cached
+//     one is written all the same while the cache has not shown this
+//     process's last write (written.go), and the version a write produced
+//     is remembered as reconciled only when nobody else changed the object
+//     since it was read (adopt, memo.go).
 //   - Say whether the object is up (docs/readiness.md): Ready from the
 //     children's health, judged from the objects the reconcile holds, never
 //     fetched; Reconciling while children progress or wait; Stalled for
