@@ -116,6 +116,15 @@ CHAOS_RUNS ?= 1
 test-sharding-chaos: cluster-bin
 	env -u KUBECONFIG $(GO) test -count=$(CHAOS_RUNS) -failfast -v -run TestChaos ./test/sharding/
 
+## bench-sharded-ten: ten replicas of one ring on SHARDING_TEN_N objects
+## (default 10,000), then the loss of one: spread, memory per replica, the
+## time and requests of the moves (test/sharding TestTenShards, about 15
+## minutes; figures in docs/sharding.md)
+SHARDING_TEN_N ?= 10000
+.PHONY: bench-sharded-ten
+bench-sharded-ten: cluster-bin
+	SHARDING_TEN=1 SHARDING_TEN_N=$(SHARDING_TEN_N) env -u KUBECONFIG $(GO) test -count=1 -v -timeout 60m -run TestTenShards ./test/sharding/
+
 ## bench-sharded: the operator as 3 replicas, the shards of one ring, beside
 ## one replica and the limit at N=10,000, once each (about 25 minutes);
 ## writes docs/benchmarks-sharded.{md,json}, leaving docs/benchmarks.md to
