@@ -30,15 +30,7 @@ func TestAPIServerOutage(t *testing.T) {
 		failing  = 10 * time.Second
 		converge = 90 * time.Second
 	)
-	p, err := harness.NewProxy(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := p.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	p, kubeconfig := procProxy(t)
 	// Only the operator goes through the proxy; the test's own client
 	// (env, cs) talks to the API server directly, so it keeps working
 	// during the outage, as other users of the cluster would.
@@ -146,6 +138,22 @@ func TestAPIServerOutage(t *testing.T) {
 	procWaitAll(t, ns, map[string]string{"f0": want["f0"], "f5": want["f5"]}, 60*time.Second, "after the failing PATCHes")
 	t.Logf("f0 and f5 converged %s after PATCHes succeeded again", time.Since(healed).Round(time.Millisecond))
 	procAlive(t, op, "at the end")
+}
+
+// procProxy is a proxy of the test's own in front of the API server, and
+// a kubeconfig through it: the operator's only way to the cluster.
+func procProxy(t *testing.T) (*harness.Proxy, string) {
+	t.Helper()
+	p, err := harness.NewProxy(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := p.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return p, kubeconfig
 }
 
 // procWaitAll waits until every Fault in want converges on its value, and

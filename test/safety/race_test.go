@@ -3,7 +3,6 @@ package safety
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/tmplop/operator/test/harness"
 )
 
 // TestWritesRacingAReconcile: what someone else writes while a reconcile
@@ -80,15 +77,7 @@ func TestWritesRacingAReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := harness.NewProxy(env.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = p.Close() })
-			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-			if err := p.WriteKubeconfig(kubeconfig); err != nil {
-				t.Fatal(err)
-			}
+			p, kubeconfig := procProxy(t)
 			op := procStart(t, "safety-race", procTemplates(t, "outage"), kubeconfig)
 			ns := env.Namespace(t)
 			const name = "racy"
