@@ -126,8 +126,9 @@ func (m *Members) Start(ctx context.Context) error {
 
 // Ring is the ring of the shards live now (seen renewing within their
 // lease duration: a shard found in the first list joins at its next
-// renewal), and a channel closed when that set changes (a shard joins, leaves, or its Lease expires). The ring is
-// built once per change and shared by every caller (it is immutable).
+// renewal), and a channel closed when that set changes (a shard joins,
+// leaves, or its Lease expires). The ring is built once per change and
+// shared by every caller (it is immutable).
 func (m *Members) Ring() (*Ring, <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
