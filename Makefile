@@ -101,11 +101,15 @@ fmt:
 ## BENCH_KIND=chart measures the BenchApp served by a Helm chart
 ## (docs/benchmarks-chart.md). Each report's summary table shows the other
 ## kind's rows from its report in docs/ (rewrite one with go run . -render).
+## BENCH_FLAGS=-controller also runs a hand-written controller for the
+## BenchApp (informers, work queue, listers; hack/bench/controller.go) in
+## the same interleaved turns, cold only: half as long again.
 BENCH_N ?= 1000,10000
 BENCH_KIND ?= folder
+BENCH_FLAGS ?=
 bench: cluster-bin
 	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/... ./test/examples/
-	cd hack/bench && env -u KUBECONFIG $(GO) run . -kind $(BENCH_KIND) -n $(BENCH_N) -out ../../docs
+	cd hack/bench && env -u KUBECONFIG $(GO) run . -kind $(BENCH_KIND) -n $(BENCH_N) $(BENCH_FLAGS) -out ../../docs
 
 ## test-sharding-chaos: only the chaos run of make test (test/sharding
 ## TestChaos: three shards behind fault proxies, SIGKILLed and replaced

@@ -33,6 +33,9 @@ type benchFlags struct {
 	// shards is -shards: K ≥ 2 replicas as the shards of one ring, cold
 	// only, after each operator run; 0 none.
 	shards int
+	// controller is -controller: the hand-written controller too, cold
+	// only, after each operator run.
+	controller bool
 }
 
 // bench is one N's run: its control plane, its clients and where it keeps
@@ -61,6 +64,7 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's last cold run (cold start and rest) to this file, suffixed with N")
 	fs.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile of the operator's last cold run, as it exits after the rest, to this file, suffixed with N")
 	fs.IntVar(&f.shards, "shards", 0, "also run the operator as this many replicas, the shards of one ring (run --sharding), cold only, after each operator run on a fresh control plane, and write <report>-sharded.{md,json} (0: not; at least 2)")
+	fs.BoolVar(&f.controller, "controller", false, "also run a hand-written controller for the BenchApp (`bench controller`: informers, a work queue, listers; the limit's writes), cold only, after each operator run on a fresh control plane")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -107,7 +111,7 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.name, Runs: f.runs,
 			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
 			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.templates, "<service account kubeconfig>"), " "),
-			Shards: f.shards},
+			Shards: f.shards, Controller: f.controller},
 	}
 	for _, n := range f.ns {
 		fmt.Fprintf(log, "bench: N=%d\n", n)
@@ -140,8 +144,8 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 }
 
 // benchN measures the limit and the operator -runs times each, interleaved
-// limit, operator, limit, ... (with -shards: limit, operator, shards,
-// limit, ...), each run on a fresh minimal control plane of
+// limit, operator, limit, ... (with -controller and -shards: limit,
+// operator, controller, shards, limit, ...), each run on a fresh minimal control plane of
 // its own (the same binaries, one after the other): on one shared plane the
 // second would pay for the first's objects (at N=10,000 the operator took
 // 457 s after the limit's 30,000 objects, 126 s alone), and interleaving
@@ -179,6 +183,20 @@ func benchN(ctx context.Context, f benchFlags, n int, dir string, log io.Writer)
 			return err
 		}); err != nil {
 			return res, m, fmt.Errorf("operator, run %d: %w", i, err)
+		}
+		if f.controller {
+			fmt.Fprintf(log, "bench: N=%d: hand-written controller, run %d of %d\n", n, i, f.runs)
+			load = loadAverage()
+			if _, err = onPlane(ctx, f, filepath.Join(dir, fmt.Sprintf("controller-%d", i)), log, func(b *bench) error {
+				s, err := b.measureController(ctx, n)
+				if s != nil {
+					s.LoadBefore = load
+					res.Controllers = append(res.Controllers, s)
+				}
+				return err
+			}); err != nil {
+				return res, m, fmt.Errorf("hand-written controller, run %d: %w", i, err)
+			}
 		}
 		if f.shards < 2 {
 			continue

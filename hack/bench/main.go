@@ -24,6 +24,14 @@
 //
 //	go run . -n 10000 -runs 1 -shards 3 -out /tmp/bench-sharded
 //
+// With -controller each operator run is also followed by one of a
+// hand-written controller for the BenchApp (`bench controller`, in the
+// shape of client-go's sample-controller: informers, a work queue,
+// listers; the limit's writes), cold only, on a fresh plane; the report
+// sets it beside the operator and the limit:
+//
+//	go run . -n 1000 -controller -out /tmp/bench-controller
+//
 // It needs `make cluster-bin`.
 package main
 
@@ -46,11 +54,15 @@ func main() {
 	}
 }
 
-// run dispatches: `limit` is the limit client (a child of the bench), anything
-// else the bench itself.
+// run dispatches: `limit` is the limit client and `controller` the
+// hand-written controller (children of the bench), anything else the bench
+// itself.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "limit" {
 		return runLimit(ctx, args[1:], stdout)
+	}
+	if len(args) > 0 && args[0] == "controller" {
+		return runController(ctx, args[1:], stdout)
 	}
 	return runBench(ctx, args, stderr)
 }

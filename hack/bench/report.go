@@ -130,6 +130,14 @@ func markdown(rep *report, k benchKind, others ...*report) []byte {
 	w("same status through the status subresource: 3 requests per object and one. ")
 	w("No client-side rate limit. For the changes it watches the BenchApps and applies the Deployment and the status of each changed one.\n")
 	w("- **The operator**: `operator %s`, its defaults otherwise.\n", rep.Settings.OperatorArgs)
+	if rep.Settings.Controller {
+		w("- **The hand-written controller** (`bench controller`, a child process, with `-controller`): the controller one would write for ")
+		w("the BenchApp alone, in the shape of client-go's sample-controller. Informers on the BenchApps (dynamic) and on the Deployments ")
+		w("and Services it labelled (typed, with a server-side label selector), a rate-limited work queue fed by their events, %d workers, ", rep.Settings.LimitWorkers)
+		w("listers to decide. It writes what the limit writes, with the same code, and skips a child whose hash annotation is already ")
+		w("the desired one and a status of the current generation. It remembers its own writes until its informers show them, as the ")
+		w("ReplicaSet controller's expectations do. Its runs are cold only, each after the operator run of the same number, on a fresh plane.\n")
+	}
 	w("- **Convergence**: from the process's start until every BenchApp has `status.observedGeneration == metadata.generation` ")
 	w("and `Reconciled=True`, as seen by a watch of the bench's (opened before the start). For a change, also until the ")
 	w("Deployment has the new replicas. %d single changes of `spec.size`, one at a time, each on another object; ", rep.Settings.Edits)
@@ -230,6 +238,7 @@ func runMarkdown(w func(string, ...any), r runResult, set settings) {
 		w("| heap in use at `Caught up` per object (bytes) | | %s | — | |\n", spreadCell(perObject, "%.0f"))
 	}
 	w("\n")
+	controllerTable(w, n, r)
 	if runs > 1 {
 		runsTable(w, n, r)
 	}
@@ -304,8 +313,42 @@ func runMarkdown(w func(string, ...any), r runResult, set settings) {
 	}
 }
 
+// controllerTable sets the hand-written controller's cold runs beside the
+// operator's and the limit's, if it ran (-controller).
+func controllerTable(w func(string, ...any), n float64, r runResult) {
+	ctl, ops, lims := coldRuns(r.Controllers), coldRuns(r.Operators), coldRuns(r.Limits)
+	if len(ctl) == 0 {
+		return
+	}
+	if len(ctl) > 1 {
+		w("### A hand-written controller beside them: median of %d runs (least–greatest)\n\n", len(ctl))
+	} else {
+		w("### A hand-written controller beside them: one run\n\n")
+	}
+	w("What watching costs any controller (the controller against the limit), and what the template engine costs on top of ")
+	w("a controller written for one kind (the operator against the controller).\n\n")
+	w("| figure | hand-written controller | operator | limit | operator ÷ controller | controller ÷ limit |\n|---|---|---|---|---|---|\n")
+	row := func(name string, figure func(*subject) float64, format string) {
+		c, o, l := spreadOf(ctl, figure), spreadOf(ops, figure), spreadOf(lims, figure)
+		w("| %s | %s | %s | %s | %s | %s |\n", name, spreadCell(c, format), spreadCell(o, format), spreadCell(l, format), ratioOf(o, c), ratioOf(c, l))
+	}
+	row("cold convergence, all N objects (s)", func(s *subject) float64 { return s.ColdSeconds }, "%.2f")
+	row("requests per object, cold (reads included)", func(s *subject) float64 { return float64(s.Cold.Measured) / n }, "%.3f")
+	if hasFigure(ctl, ops, func(s *subject) bool { return s.ColdCPUSeconds > 0 }) {
+		row("CPU time of the process, cold (s)", func(s *subject) float64 { return s.ColdCPUSeconds }, "%.2f")
+	}
+	if hasFigure(ctl, ops, func(s *subject) bool { return s.PeakRSSBytes > 0 }) {
+		row("peak RSS (MiB)", func(s *subject) float64 { return mib(s.PeakRSSBytes) }, "%.1f")
+	}
+	if hasFigure(ctl, ops, func(s *subject) bool { return s.RSSAnonBytes > 0 }) {
+		row("… resident then: anonymous (MiB)", func(s *subject) float64 { return mib(s.RSSAnonBytes) }, "%.1f")
+		row("… resident then: file pages (MiB)", func(s *subject) float64 { return mib(s.RSSFileBytes) }, "%.1f")
+	}
+	w("\n")
+}
+
 // runsTable lists each cold run in the order run: limit 1, operator 1,
-// limit 2, ...
+// (hand-written controller 1,) limit 2, ...
 func runsTable(w func(string, ...any), n float64, r runResult) {
 	w("#### Each cold run, in the order run\n\n")
 	w("The load before is the machine's 1-minute load average as the run's plane starts: it still holds the run before.\n\n")
@@ -315,7 +358,7 @@ func runsTable(w func(string, ...any), n float64, r runResult) {
 		for _, c := range []struct {
 			name string
 			runs []*subject
-		}{{"limit", r.Limits}, {"operator", r.Operators}} {
+		}{{"limit", r.Limits}, {"operator", r.Operators}, {"hand-written controller", r.Controllers}} {
 			if i >= len(c.runs) || c.runs[i] == nil || c.runs[i].Cold == nil {
 				continue
 			}

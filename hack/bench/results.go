@@ -32,6 +32,9 @@ type settings struct {
 	// Shards is -shards: K replicas of the operator as the shards of one
 	// ring, cold only, after each operator run (0: not run).
 	Shards int `json:"shards,omitempty"`
+	// Controller is -controller: the hand-written controller ran, cold
+	// only, after each operator run.
+	Controller bool `json:"controller,omitempty"`
 }
 
 // runResult is one N: each client's cold runs, interleaved limit,
@@ -51,6 +54,9 @@ type runResult struct {
 	// Sharded are the cold runs of -shards replicas, each after the
 	// operator run of the same number.
 	Sharded []*shardedRun `json:"shardedRuns,omitempty"`
+	// Controllers are the cold runs of the hand-written controller, each
+	// after the operator run of the same number.
+	Controllers []*subject `json:"controllerRuns,omitempty"`
 	// Operator and Limit are the one run of each of a report from before
 	// -runs; decodeReport moves them into Operators and Limits.
 	Operator *subject `json:"operator,omitempty"`

@@ -161,3 +161,54 @@ func TestPeakRSSAtExit(t *testing.T) {
 		t.Error("a binary that fails: no error")
 	}
 }
+
+// The hand-written controller's runs (-controller) get a table of their
+// own beside the operator's and the limit's, and a line in the table of
+// runs; a report without them has neither.
+func TestRenderControllerRuns(t *testing.T) {
+	cold := func(sec, cpu float64, rss int64) *subject {
+		return &subject{ColdSeconds: sec, FirstSeconds: 0.1, ColdCPUSeconds: cpu, PeakRSSBytes: rss << 20,
+			RSSAnonBytes: (rss - 25) << 20, RSSFileBytes: 25 << 20, Cold: &phase{Measured: 3006, Writes: 3000}}
+	}
+	run := runResult{
+		N:         1000,
+		Limits:    []*subject{cold(10, 2.0, 40), cold(11, 2.2, 41), cold(12, 2.4, 42)},
+		Operators: []*subject{cold(12, 3.6, 62), cold(13, 3.9, 63), cold(14, 4.2, 64)},
+	}
+	for name, tc := range map[string]struct {
+		controllers []*subject
+		want        []string
+		not         []string
+	}{
+		"with the controller": {
+			controllers: []*subject{cold(13, 3.0, 50), cold(14, 3.25, 52), cold(15, 3.5, 54)},
+			want: []string{
+				"### A hand-written controller beside them: median of 3 runs (least–greatest)",
+				"| CPU time of the process, cold (s) | 3.25 (3.00–3.50) | 3.90 (3.60–4.20) | 2.20 (2.00–2.40) | 1.20× | 1.48× |",
+				"| peak RSS (MiB) | 52.0 (50.0–54.0) | 63.0 (62.0–64.0) | 41.0 (40.0–42.0) | 1.21× | 1.27× |",
+				"| 2 | hand-written controller | 0.00 | 14.00 |",
+				"- **The hand-written controller** (`bench controller`",
+			},
+		},
+		"without": {
+			not: []string{"hand-written controller"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := run
+			r.Controllers = tc.controllers
+			rep := &report{Settings: settings{Runs: 3, RestSeconds: 60, Controller: tc.controllers != nil}, Runs: []runResult{r}}
+			md := string(markdown(rep, benchKinds[0]))
+			for _, want := range tc.want {
+				if !strings.Contains(md, want) {
+					t.Errorf("the markdown has no line %q:\n%s", want, md)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(md, not) {
+					t.Errorf("the markdown has %q:\n%s", not, md)
+				}
+			}
+		})
+	}
+}
