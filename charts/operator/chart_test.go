@@ -250,6 +250,24 @@ metrics: {secure: false, certSecret: metrics-tls, port: 8080, serviceMonitor: {e
 		check: func(t *testing.T, objs objects) {
 			c := container(t, get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator"))
 			wantArgs(t, c, nil, []string{"--leader-elect"})
+			// A budget for one replica would block every drain.
+			noKind(t, objs, "PodDisruptionBudget")
+		},
+	}, {
+		name:   "a disruption budget for three shards",
+		values: `{replicas: 3, sharding: {enabled: true}, podDisruptionBudget: {maxUnavailable: 2}}`,
+		check: func(t *testing.T, objs objects) {
+			pdb := get(t, objs, "policy/v1", "PodDisruptionBudget", releaseNamespace, "operator")
+			wantField(t, pdb, int64(2), "spec", "maxUnavailable")
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")
+			sel, _, _ := unstructured.NestedMap(d.Object, "spec", "selector", "matchLabels")
+			wantField(t, pdb, sel, "spec", "selector", "matchLabels")
+		},
+	}, {
+		name:   "no disruption budget",
+		values: `podDisruptionBudget: {enabled: false}`,
+		check: func(t *testing.T, objs objects) {
+			noKind(t, objs, "PodDisruptionBudget")
 		},
 	}}
 	for _, tt := range tests {
@@ -279,6 +297,7 @@ func TestValuesRefused(t *testing.T) {
 		{"bad digest", `image: {digest: latest}`, []string{"/image/digest"}},
 		{"replicas without a leader", `{replicas: 2, leaderElection: {enabled: false}}`, []string{"leaderElection.enabled or sharding.enabled"}},
 		{"sharding not a boolean", `sharding: {enabled: "yes"}`, []string{"/sharding/enabled", "want boolean"}},
+		{"a budget that allows no eviction", `podDisruptionBudget: {maxUnavailable: 0}`, []string{"/podDisruptionBudget/maxUnavailable"}},
 		{"no account to run as", `serviceAccount: {create: false}`, []string{"serviceAccount.name"}},
 	}
 	for _, tt := range tests {
@@ -293,5 +312,15 @@ func TestValuesRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noKind fails if objs hold an object of kind.
+func noKind(t *testing.T, objs objects, kind string) {
+	t.Helper()
+	for k := range objs {
+		if k.Kind == kind {
+			t.Errorf("%s rendered", k)
+		}
 	}
 }
