@@ -76,6 +76,9 @@ type Rendered struct {
 	// DeleteHooks are a chart's pre-delete hooks: applied when the object
 	// is deleted, before its children go (reconcile's finalize).
 	DeleteHooks []render.Manifest
+	// PostDeleteHooks are a chart's post-delete hooks: applied when the
+	// object is deleted, after its other children are gone.
+	PostDeleteHooks []render.Manifest
 }
 
 // Children renders the children of in.Object: a folder's templates, or a
@@ -100,7 +103,7 @@ func (k *Kind) Children(ctx context.Context, in render.Input, cl chart.Cluster) 
 	}
 	o := chart.Order(res.Manifests)
 	res.Manifests = o.Manifests
-	return &Rendered{Result: res, DependsOn: o.DependsOn, DeleteHooks: o.DeleteHooks}, nil
+	return &Rendered{Result: res, DependsOn: o.DependsOn, DeleteHooks: o.DeleteHooks, PostDeleteHooks: o.PostDeleteHooks}, nil
 }
 
 // Status renders the status of in.Object over its children: status.yaml,

@@ -58,6 +58,9 @@ type Ordered struct {
 	// DeleteHooks are the pre-delete hooks, applied when the object is
 	// deleted, not before.
 	DeleteHooks []render.Manifest
+	// PostDeleteHooks are the post-delete hooks, applied when the object
+	// is deleted and its other children are gone.
+	PostDeleteHooks []render.Manifest
 }
 
 // Order makes a chart's hooks an apply order, as Helm runs them at
@@ -65,8 +68,8 @@ type Ordered struct {
 // helm.sh/hook-weight (lower first), each stage Current (a Job complete)
 // before the next; then the chart's resources; then post-install and
 // post-upgrade hooks by weight. A hook for both a pre and a post event
-// runs before. Test hooks, rollback hooks, post-delete hooks and unknown
-// hook names render nothing here (Helm skips unknown ones too); pre-delete
+// runs before. Test hooks, rollback hooks and unknown hook names render
+// nothing here (Helm skips unknown ones too); pre-delete and post-delete
 // hooks are returned apart.
 //
 // A group is a template file, or, when one file renders children of
@@ -78,9 +81,12 @@ func Order(ms []render.Manifest) Ordered {
 	kept := make([]render.Manifest, 0, len(ms))
 	keptStages := make([]stage, 0, len(ms))
 	for _, m := range ms {
-		st, keep, deleteHook := stageOf(m.Object.GetAnnotations())
-		if deleteHook {
+		st, keep, onDelete := stageOf(m.Object.GetAnnotations())
+		if onDelete.pre {
 			out.DeleteHooks = append(out.DeleteHooks, m)
+		}
+		if onDelete.post {
+			out.PostDeleteHooks = append(out.PostDeleteHooks, m)
 		}
 		if !keep {
 			continue
@@ -113,12 +119,16 @@ func Order(ms []render.Manifest) Ordered {
 	return out
 }
 
+// deletion is when a hook runs at the object's deletion: before its
+// children go (pre-delete), after (post-delete), or both.
+type deletion struct{ pre, post bool }
+
 // stageOf reads a child's hook annotations: its stage, whether it is
-// applied with the chart, and whether it is a pre-delete hook.
-func stageOf(ann map[string]string) (st stage, keep, deleteHook bool) {
+// applied with the chart, and whether it is a hook of the deletion.
+func stageOf(ann map[string]string) (st stage, keep bool, onDelete deletion) {
 	events, ok := ann[HookAnnotation]
 	if !ok {
-		return stage{phase: resources}, true, false
+		return stage{phase: resources}, true, deletion{}
 	}
 	var isPre, isPost bool
 	for _, e := range strings.Split(events, ",") {
@@ -128,20 +138,30 @@ func stageOf(ann map[string]string) (st stage, keep, deleteHook bool) {
 		case "post-install", "post-upgrade":
 			isPost = true
 		case "pre-delete":
-			deleteHook = true
-		case "post-delete", "pre-rollback", "post-rollback", "test", "test-success":
+			onDelete.pre = true
+		case "post-delete":
+			onDelete.post = true
+		case "pre-rollback", "post-rollback", "test", "test-success":
 		default:
-			return stage{}, false, false // Helm skips a manifest with an unknown hook
+			return stage{}, false, deletion{} // Helm skips a manifest with an unknown hook
 		}
 	}
 	weight, _ := strconv.Atoi(ann[HookWeightAnnotation]) // Helm: 0 when unreadable
 	switch {
 	case isPre:
-		return stage{phase: pre, weight: weight}, true, deleteHook
+		return stage{phase: pre, weight: weight}, true, onDelete
 	case isPost:
-		return stage{phase: post, weight: weight}, true, deleteHook
+		return stage{phase: post, weight: weight}, true, onDelete
 	}
-	return stage{}, false, deleteHook
+	return stage{}, false, onDelete
+}
+
+// IsPostDeleteHook reports whether an object's annotations make it a
+// post-delete hook: the deletion of a parent waits for such a child
+// instead of deleting it, until the hooks ran.
+func IsPostDeleteHook(ann map[string]string) bool {
+	_, _, onDelete := stageOf(ann)
+	return onDelete.post
 }
 
 // Helm's hook delete policies that have a meaning for the engine.

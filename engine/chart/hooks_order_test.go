@@ -33,6 +33,7 @@ func TestOrder(t *testing.T) {
 		groups    []string // Template of each manifest kept, in order
 		dependsOn map[string][]string
 		deletes   []string
+		posts     []string
 	}{
 		{
 			name:   "no hooks: no order",
@@ -55,17 +56,28 @@ func TestOrder(t *testing.T) {
 			},
 		},
 		{
-			name: "test, rollback, post-delete and unknown hooks are not children; pre-delete apart",
+			name: "test, rollback and unknown hooks are not children; pre-delete and post-delete apart",
 			in: []render.Manifest{
 				manifest("c/templates/tests/t.yaml", "t", hook("test", "")),
 				manifest("c/templates/rb.yaml", "rb", hook("pre-rollback", "")),
 				manifest("c/templates/pd.yaml", "pd", hook("post-delete", "")),
 				manifest("c/templates/odd.yaml", "odd", hook("pre-install,sometime", "")),
 				manifest("c/templates/cleanup.yaml", "cleanup", hook("pre-delete", "")),
+				manifest("c/templates/both.yaml", "both", hook("pre-delete, Post-Delete", "")),
+				manifest("c/templates/oddpd.yaml", "oddpd", hook("post-delete,sometime", "")),
 				manifest("c/templates/x.yaml", "x", nil),
 			},
 			groups:  []string{"c/templates/x.yaml"},
-			deletes: []string{"cleanup"},
+			deletes: []string{"cleanup", "both"},
+			posts:   []string{"pd", "both"},
+		},
+		{
+			name: "a post-delete hook that is also an install hook is a child too",
+			in: []render.Manifest{
+				manifest("c/templates/j.yaml", "j", hook("post-install,post-delete", "")),
+			},
+			groups: []string{"c/templates/j.yaml"},
+			posts:  []string{"j"},
 		},
 		{
 			name: "a file of several stages: one group per stage",
@@ -106,6 +118,34 @@ func TestOrder(t *testing.T) {
 			if !reflect.DeepEqual(deletes, tc.deletes) {
 				t.Errorf("delete hooks = %q, want %q", deletes, tc.deletes)
 			}
+			var posts []string
+			for _, m := range o.PostDeleteHooks {
+				posts = append(posts, m.Object.GetName())
+			}
+			if !reflect.DeepEqual(posts, tc.posts) {
+				t.Errorf("post-delete hooks = %q, want %q", posts, tc.posts)
+			}
 		})
+	}
+}
+
+func TestIsPostDeleteHook(t *testing.T) {
+	for ann, want := range map[string]bool{
+		"":                         false,
+		"post-delete":              true,
+		"pre-delete, post-delete":  true,
+		"pre-delete":               false,
+		"post-install":             false,
+		"post-delete,someday":      false, // Helm skips the manifest
+		" POST-DELETE ":            true,
+		"post-install,post-delete": true,
+	} {
+		a := map[string]string{}
+		if ann != "" {
+			a[HookAnnotation] = ann
+		}
+		if got := IsPostDeleteHook(a); got != want {
+			t.Errorf("IsPostDeleteHook(%q) = %v, want %v", ann, got, want)
+		}
 	}
 }

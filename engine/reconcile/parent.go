@@ -12,14 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/ownership"
 )
 
 const (
 	// Finalizer holds a parent that has children outside its namespace
 	// until those are deleted: garbage collection cannot, as they carry no
-	// owner reference; and a chart's parent with pre-delete hooks until
-	// they ran. Only such parents get it.
+	// owner reference; and a chart's parent with pre-delete or post-delete
+	// hooks until they ran. Only such parents get it.
 	Finalizer = "operator.tmplop.io/children"
 	// AnnotationPruneHeld records on the parent that the deletion guard is
 	// holding a prune back: "<fingerprint> <RFC 3339 time it began>". It
@@ -30,22 +31,28 @@ const (
 	// pre-delete hooks ran: the children, the hooks among them, are deleted
 	// next, and a hook gone must not be taken for one not run yet.
 	AnnotationDeleteHooksRan = "operator.tmplop.io/delete-hooks-ran"
+	// AnnotationPostDeleteHooksRan records on a parent being deleted that
+	// its post-delete hooks ran once its other children were gone: the
+	// hooks are deleted next, and must not be taken for hooks not run yet.
+	AnnotationPostDeleteHooksRan = "operator.tmplop.io/post-delete-hooks-ran"
 )
 
 // parentMeta is everything the operator writes to a parent's metadata.
 // Server-side apply makes the fields we stop sending disappear, so each
 // write carries all of it.
 type parentMeta struct {
-	finalizer      bool
-	pruneHeld      string
-	deleteHooksRan bool
+	finalizer          bool
+	pruneHeld          string
+	deleteHooksRan     bool
+	postDeleteHooksRan bool
 }
 
 func currentMeta(obj *unstructured.Unstructured) parentMeta {
 	return parentMeta{
-		finalizer:      slices.Contains(obj.GetFinalizers(), Finalizer),
-		pruneHeld:      obj.GetAnnotations()[AnnotationPruneHeld],
-		deleteHooksRan: obj.GetAnnotations()[AnnotationDeleteHooksRan] == "true",
+		finalizer:          slices.Contains(obj.GetFinalizers(), Finalizer),
+		pruneHeld:          obj.GetAnnotations()[AnnotationPruneHeld],
+		deleteHooksRan:     obj.GetAnnotations()[AnnotationDeleteHooksRan] == "true",
+		postDeleteHooksRan: obj.GetAnnotations()[AnnotationPostDeleteHooksRan] == "true",
 	}
 }
 
@@ -71,6 +78,9 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	if want.deleteHooksRan {
 		ann[AnnotationDeleteHooksRan] = "true"
 	}
+	if want.postDeleteHooksRan {
+		ann[AnnotationPostDeleteHooksRan] = "true"
+	}
 	if len(ann) > 0 {
 		md["annotations"] = ann
 	}
@@ -81,7 +91,7 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	}
 	r.Stats.add(&r.Stats.ParentWrites)
 	klog.FromContext(ctx).V(2).Info("Wrote the parent's metadata", "finalizer", want.finalizer, "pruneHeld", want.pruneHeld, "resourceVersion", live.GetResourceVersion())
-	adopt(obj, live, Finalizer, AnnotationPruneHeld, AnnotationDeleteHooksRan)
+	adopt(obj, live, Finalizer, AnnotationPruneHeld, AnnotationDeleteHooksRan, AnnotationPostDeleteHooksRan)
 	obj.SetFinalizers(live.GetFinalizers())
 	obj.SetAnnotations(live.GetAnnotations())
 	return nil
@@ -92,12 +102,19 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 // the parent's kind has ever applied (the inventory), not from caches:
 // after a restart the caches may not watch their kinds yet, and deleting a
 // parent is rare.
+//
+// A chart's parent runs its hooks as helm uninstall does: the pre-delete
+// hooks before any child goes, the post-delete hooks once every other
+// child is gone; each set is recorded on the parent once it ran, and the
+// post-delete hooks are then deleted like the other children, so that
+// nothing is left behind when the finalizer is released.
 func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	if !slices.Contains(obj.GetFinalizers(), Finalizer) {
 		return Result{}, nil
 	}
-	if m := currentMeta(obj); r.Kind.Chart != nil && !m.deleteHooksRan {
-		if wait, err := r.runDeleteHooks(ctx, obj); err != nil || wait {
+	m := currentMeta(obj)
+	if r.Kind.Chart != nil && !m.deleteHooksRan {
+		if wait, err := r.runDeleteHooks(ctx, obj, preDelete); err != nil || wait {
 			return Result{RequeueAfter: deleteHookRetry}, err
 		}
 		m.deleteHooksRan = true
@@ -105,42 +122,72 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 			return Result{}, fmt.Errorf("finalize: record the pre-delete hooks: %w", err)
 		}
 	}
+	// Post-delete hooks wait, neither deleted nor counted, until they ran.
+	keepPostHooks := r.Kind.Chart != nil && !m.postDeleteHooksRan
+	remaining, err := r.deleteChildren(ctx, obj, keepPostHooks)
+	if err != nil {
+		return Result{}, err
+	}
+	if remaining > 0 {
+		// Their deletion events requeue the parent too; this is the bound.
+		return Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if keepPostHooks {
+		if wait, err := r.runDeleteHooks(ctx, obj, postDelete); err != nil || wait {
+			return Result{RequeueAfter: deleteHookRetry}, err
+		}
+		m.postDeleteHooksRan = true
+		if err := r.writeParentMeta(ctx, obj, m); err != nil {
+			return Result{}, fmt.Errorf("finalize: record the post-delete hooks: %w", err)
+		}
+		// The hooks are children now to delete; the pass after finds
+		// none left.
+		if remaining, err = r.deleteChildren(ctx, obj, false); err != nil || remaining > 0 {
+			return Result{RequeueAfter: 2 * time.Second}, err
+		}
+	}
+	if err := r.writeParentMeta(ctx, obj, parentMeta{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return Result{}, fmt.Errorf("finalize: release the finalizer: %w", err)
+	}
+	return Result{}, nil
+}
+
+// deleteChildren deletes the children of obj that are not being deleted
+// yet, and returns how many are left in the cluster, those being deleted
+// included; with keepPostHooks, a post-delete hook is neither deleted nor
+// counted.
+func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstructured, keepPostHooks bool) (remaining int, err error) {
 	gks, err := r.Inventory.ChildKinds(ctx, r.Kind.GVK.GroupKind())
 	if err != nil {
-		return Result{}, fmt.Errorf("finalize: %w", err)
+		return 0, fmt.Errorf("finalize: %w", err)
 	}
 	sel := ownership.Selector(r.Manager, obj.GetUID())
-	remaining := 0
 	for _, gk := range gks {
 		m, err := r.Client.PreferredKind(gk)
 		if meta.IsNoMatchError(err) {
 			continue // the kind itself is gone, and its objects with it
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("finalize: %w", err)
+			return 0, fmt.Errorf("finalize: %w", err)
 		}
 		list, err := r.Client.List(ctx, m, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			return Result{}, fmt.Errorf("finalize: list %s: %w", gk, err)
+			return 0, fmt.Errorf("finalize: list %s: %w", gk, err)
 		}
 		for _, c := range list.Items {
+			if keepPostHooks && chart.IsPostDeleteHook(c.GetAnnotations()) {
+				continue
+			}
 			remaining++
 			if c.GetDeletionTimestamp() != nil {
 				continue
 			}
 			if err := r.Client.Delete(ctx, m.GroupVersionKind, c.GetNamespace(), c.GetName(), c.GetUID()); err != nil {
-				return Result{}, fmt.Errorf("finalize: delete %s %s/%s: %w", gk, c.GetNamespace(), c.GetName(), err)
+				return 0, fmt.Errorf("finalize: delete %s %s/%s: %w", gk, c.GetNamespace(), c.GetName(), err)
 			}
 			klog.FromContext(ctx).V(2).Info("Deleted child of a deleted parent", "kind", gk, "namespace", c.GetNamespace(), "name", c.GetName())
 		}
 	}
 	klog.FromContext(ctx).V(2).Info("Finalizing", "childKinds", len(gks), "remaining", remaining)
-	if remaining > 0 {
-		// Their deletion events requeue the parent too; this is the bound.
-		return Result{RequeueAfter: 2 * time.Second}, nil
-	}
-	if err := r.writeParentMeta(ctx, obj, parentMeta{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return Result{}, fmt.Errorf("finalize: release the finalizer: %w", err)
-	}
-	return Result{}, nil
+	return remaining, nil
 }

@@ -40,8 +40,12 @@ type Plan struct {
 	// DeleteHooks are children applied only when the object is deleted,
 	// before the others go (a chart's pre-delete hooks): the parent holds
 	// the finalizer while there are any.
-	DeleteHooks  []Child
-	RequeueAfter time.Duration
+	DeleteHooks []Child
+	// PostDeleteHooks are applied when the object is deleted, once its
+	// other children are gone (a chart's post-delete hooks); the parent
+	// holds the finalizer while there are any.
+	PostDeleteHooks []Child
+	RequeueAfter    time.Duration
 	// EmptyLists and Nondeterministic are the render's (render.Result).
 	EmptyLists       []string
 	Nondeterministic map[string][]string
@@ -101,7 +105,7 @@ func (p *Plan) servedByCRD(child *unstructured.Unstructured, err error) (apply.K
 
 // NeedsFinalizer reports whether any child needs the parent's finalizer.
 func (p *Plan) NeedsFinalizer() bool {
-	if len(p.DeleteHooks) > 0 {
+	if len(p.DeleteHooks) > 0 || len(p.PostDeleteHooks) > 0 {
 		return true
 	}
 	for _, c := range p.Children {
@@ -156,22 +160,35 @@ func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruc
 	if kind.Chart != nil {
 		plan.Children = withoutDoneHooks(obj, plan.Children)
 	}
-	if len(res.DeleteHooks) > 0 {
-		hooks, problems, err := plan.adopt(kind, obj, res.DeleteHooks, scope, pol)
-		if err != nil {
-			return nil, err
-		}
-		if len(problems) > 0 {
-			p := problems[0]
-			msg := "a pre-delete hook is also a child"
-			if p.Err != nil {
-				msg = p.Err.Error()
-			}
-			return nil, &PlanError{Err: &render.Error{Template: p.Manifest.Template, Message: msg}}
-		}
-		plan.DeleteHooks = hooks
+	if plan.DeleteHooks, err = plan.adoptHooks(kind, obj, res.DeleteHooks, scope, pol, "pre-delete"); err != nil {
+		return nil, err
+	}
+	if plan.PostDeleteHooks, err = plan.adoptHooks(kind, obj, res.PostDeleteHooks, scope, pol, "post-delete"); err != nil {
+		return nil, err
 	}
 	return plan, nil
+}
+
+// adoptHooks makes a chart's deletion hooks (of phase pre-delete or
+// post-delete) children, as adopt does; a hook that cannot be one fails
+// the plan.
+func (plan *Plan) adoptHooks(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manifest, scope ownership.Scope, pol ownership.Policy, phase string) ([]Child, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	hooks, problems, err := plan.adopt(kind, obj, ms, scope, pol)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		p := problems[0]
+		msg := "a " + phase + " hook is also a child"
+		if p.Err != nil {
+			msg = p.Err.Error()
+		}
+		return nil, &PlanError{Err: &render.Error{Template: p.Manifest.Template, Message: msg}}
+	}
+	return hooks, nil
 }
 
 // AdoptProblem is a rendered manifest that cannot be a child: Err says why

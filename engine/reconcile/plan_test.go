@@ -80,3 +80,24 @@ func TestSoonest(t *testing.T) {
 }
 
 func durationOf(s int) time.Duration { return time.Duration(s) * time.Second }
+
+// A parent holds the finalizer for a child outside its reach and for a
+// chart's hooks of either deletion phase, else not.
+func TestPlanNeedsFinalizer(t *testing.T) {
+	for name, tc := range map[string]struct {
+		plan Plan
+		want bool
+	}{
+		"nothing":                      {Plan{Children: []Child{{}}}, false},
+		"a child that needs it":        {Plan{Children: []Child{{}, {NeedsFinalizer: true}}}, true},
+		"pre-delete hooks":             {Plan{DeleteHooks: []Child{{}}}, true},
+		"post-delete hooks only":       {Plan{PostDeleteHooks: []Child{{}}}, true},
+		"hooks of both, a plain child": {Plan{Children: []Child{{}}, DeleteHooks: []Child{{}}, PostDeleteHooks: []Child{{}}}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.plan.NeedsFinalizer(); got != tc.want {
+				t.Errorf("NeedsFinalizer() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -207,24 +207,28 @@ func helmInstall(t *testing.T, dir, name, ns string, values map[string]any) []*u
 
 var cleanupGVR = cluster.GVR("e2e.tmplop.io", "v1", "cleanups")
 
-// TestChartPreDeleteHook: a chart's pre-delete hook is not applied while
-// the object lives; the object holds the finalizer; when it is deleted the
-// hook Job runs and completes before the object goes, and then the
-// children go with it.
-func TestChartPreDeleteHook(t *testing.T) {
+// TestChartDeleteHooks: a chart's pre-delete and post-delete hooks are not
+// applied while the object lives; the object holds the finalizer; when it
+// is deleted the pre-delete Job runs and completes before any child goes,
+// the post-delete Job is created once every other child is gone and
+// completes before the object goes, and then nothing is left.
+func TestChartDeleteHooks(t *testing.T) {
 	startKind(t, "testdata/templates/cleanup")
 	ns := env.Namespace(t)
 	jobs := observe(t, jobGVR, ns, "c-cleanup")
+	farewells := observe(t, jobGVR, ns, "c-farewell")
 	env.Create(t, cleanupGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Cleanup\nmetadata:\n  name: c\nspec:\n  message: bye\n")
 	o := env.WaitReconciled(t, cleanupGVR, ns, "c")
 	if !slices.Contains(o.GetFinalizers(), reconcile.Finalizer) {
-		t.Fatalf("finalizers %v: a parent with pre-delete hooks holds %s", o.GetFinalizers(), reconcile.Finalizer)
+		t.Fatalf("finalizers %v: a parent with delete hooks holds %s", o.GetFinalizers(), reconcile.Finalizer)
 	}
 	if !env.Exists(t, configMapGVR, ns, "c-data") {
 		t.Fatal("the chart's ConfigMap is missing")
 	}
-	if env.Exists(t, jobGVR, ns, "c-cleanup") {
-		t.Fatal("the pre-delete hook ran while the object lives")
+	for _, hook := range []string{"c-cleanup", "c-farewell"} {
+		if env.Exists(t, jobGVR, ns, hook) {
+			t.Fatalf("the delete hook %s ran while the object lives", hook)
+		}
 	}
 	env.Delete(t, cleanupGVR, ns, "c")
 	completed := until(t, jobs, 90*time.Second, "the pre-delete Job completed", func(j *unstructured.Unstructured) bool {
@@ -234,10 +238,31 @@ func TestChartPreDeleteHook(t *testing.T) {
 		}
 		return done != ""
 	})
+	t.Logf("pre-delete Job completed at %s", completed.Object["status"].(map[string]any)["completionTime"])
+	first := until(t, farewells, 90*time.Second, "the post-delete Job created", func(*unstructured.Unstructured) bool { return true })
+	// Created only once the other children, the pre-delete Job among
+	// them, were gone.
+	for _, child := range []struct {
+		res  schema.GroupVersionResource
+		name string
+	}{{configMapGVR, "c-data"}, {jobGVR, "c-cleanup"}} {
+		if env.Exists(t, child.res, ns, child.name) {
+			t.Errorf("the post-delete hook was created while %s %s was still there", child.res.Resource, child.name)
+		}
+	}
+	t.Logf("post-delete Job created at %s", first.GetCreationTimestamp())
+	complete := func(j *unstructured.Unstructured) bool {
+		done, _, _ := unstructured.NestedString(j.Object, "status", "completionTime")
+		return done != ""
+	}
+	done := first
+	if !complete(first) {
+		done = until(t, farewells, 90*time.Second, "the post-delete Job completed", complete)
+	}
 	env.WaitGone(t, cleanupGVR, ns, "c", 60*time.Second)
-	t.Logf("pre-delete Job completed at %s, then the object went", completed.Object["status"].(map[string]any)["completionTime"])
-	cluster.Eventually(t, 60*time.Second, "the children gone with the object", func(ctx context.Context) (bool, error) {
-		return !env.Exists(t, configMapGVR, ns, "c-data") && !env.Exists(t, jobGVR, ns, "c-cleanup"), nil
+	t.Logf("post-delete Job completed at %s, then the object went", done.Object["status"].(map[string]any)["completionTime"])
+	cluster.Eventually(t, 60*time.Second, "nothing left of the object", func(ctx context.Context) (bool, error) {
+		return !env.Exists(t, configMapGVR, ns, "c-data") && !env.Exists(t, jobGVR, ns, "c-cleanup") && !env.Exists(t, jobGVR, ns, "c-farewell"), nil
 	})
 }
 
