@@ -2,10 +2,14 @@ package render
 
 import (
 	"errors"
+	"maps"
 	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"text/template"
+	"time"
 )
 
 // reviewed are the functions that are not replaced by a bounded version
@@ -24,14 +28,14 @@ var reviewed = func() map[string]string {
 	add("returns at most twice its input, charged",
 		"abbrev", "abbrevboth", "substr", "trunc", "initials", "camelcase", "snakecase", "kebabcase", "swapcase",
 		"title", "untitle", "upper", "lower", "nospace", "trim", "trimAll", "trimall", "trimPrefix", "trimSuffix",
-		"b64enc", "b64dec", "b32enc", "b32dec", "shuffle", "regexQuoteMeta", "plural",
+		"b64enc", "b32enc", "shuffle", "regexQuoteMeta", "plural",
 		"base", "dir", "clean", "ext", "osBase", "osDir", "osClean", "osExt", "urlJoin", "buildCustomCert",
 		"encryptAES", "decryptAES", "fail")
 	add("measures its arguments first (a value that holds itself is refused), returns what they print, at most 4 times (%q), charged",
 		"cat", "quote", "squote", "toString", "typeOf", "kindOf")
 	add("prints a date or a duration: the size of its layout, at most twice, charged",
-		"date", "htmlDate", "ago", "duration", "durationRound", "unixEpoch")
-	add("returns a fixed size, charged", "adler32sum", "sha1sum", "sha256sum", "sha512sum", "bcrypt", "htpasswd",
+		"date", "htmlDate", "ago", "unixEpoch")
+	add("returns a fixed size, charged", "bcrypt", "htpasswd",
 		"uuidv4", "hello", "getHostByName", "genPrivateKey")
 	add("fixed cost per call, not charged: scrypt (N=32768) allocates 32 MiB and takes about 100 ms; charging it would refuse it under the default budget",
 		"derivePassword")
@@ -42,7 +46,7 @@ var reviewed = func() map[string]string {
 	add("a number or a boolean; loops over its arguments, which the template text bounds",
 		"add", "sub", "mul", "div", "mod", "max", "min", "biggest", "add1", "addf", "subf", "mulf", "divf", "maxf", "minf",
 		"add1f", "ceil", "floor", "round", "float64", "int", "int64", "toDecimal", "empty", "all", "any",
-		"kindIs", "typeIs", "typeIsLike", "hasKey")
+		"kindIs", "typeIs", "hasKey")
 	add("one reflect.DeepEqual: linear in the smaller argument, values already in the render (cycles are detected)",
 		"deepEqual")
 	add("mutates its argument in place, allocates nothing", "unset")
@@ -158,4 +162,87 @@ func TestEveryFunctionChecksStop(t *testing.T) {
 			t.Errorf("%s returned %v after the deadline, want the time budget error", name, err)
 		}
 	}
+}
+
+// TestFunctionsChargeWhatTheyAllocate calls every function with large
+// string arguments and compares what a call that succeeds allocates with
+// what it charged: a function that copies its arguments (a []byte
+// conversion, an error that quotes them and is dropped) and is charged
+// only its small result lets a loop allocate far past the budget
+// (copies.go). Calls that fail end a render, so only successes count.
+func TestFunctionsChargeWhatTheyAllocate(t *testing.T) {
+	const size = 8 << 10
+	inputs := map[string]string{
+		"blank lines": strings.Repeat("\n ", size/2),
+		"digits":      strings.Repeat("9", size),
+	}
+	h := &holder{}
+	funcs := funcsFor(h)
+	names := slices.Sorted(maps.Keys(funcs))
+	for _, name := range names {
+		if slowFuncs[name] || strings.HasPrefix(name, "__") {
+			continue
+		}
+		v := reflect.ValueOf(funcs[name])
+		for shape, big := range inputs {
+			args, ok := probeArgs(v.Type(), big)
+			if !ok {
+				continue
+			}
+			h.st = newRenderState(Input{}, Budget{MaxOutputBytes: 1 << 30}.WithDefaults())
+			allocated, charged, ok := probeCall(h, v, args)
+			if !ok {
+				continue
+			}
+			if limit := allocMultiple*charged + 4<<10; allocated > limit {
+				t.Errorf("%s of %s (%d bytes): allocated %d bytes, charged %d (limit %d)", name, shape, len(big), allocated, charged, limit)
+			}
+		}
+	}
+}
+
+// probeArgs fills a function's parameters: big for strings and values of
+// any type, 1 for numbers, the epoch for times; false for other types.
+func probeArgs(typ reflect.Type, big string) ([]reflect.Value, bool) {
+	var args []reflect.Value
+	for i := range typ.NumIn() {
+		in := typ.In(i)
+		if typ.IsVariadic() && i == typ.NumIn()-1 {
+			in = in.Elem()
+		}
+		switch {
+		case in.Kind() == reflect.String:
+			args = append(args, reflect.ValueOf(big))
+		case in.Kind() == reflect.Interface:
+			args = append(args, reflect.ValueOf(&big).Elem().Convert(in))
+		case in.Kind() == reflect.Int:
+			args = append(args, reflect.ValueOf(1))
+		case in.Kind() == reflect.Float64:
+			args = append(args, reflect.ValueOf(1.0))
+		case in == timeType:
+			args = append(args, reflect.ValueOf(time.Unix(0, 0)))
+		default:
+			return nil, false
+		}
+	}
+	return args, true
+}
+
+// probeCall calls v once: the bytes allocated meanwhile, the bytes
+// charged, and whether it succeeded.
+func probeCall(h *holder, v reflect.Value, args []reflect.Value) (allocated, charged int64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before, remaining := ms.TotalAlloc, h.meter().Remaining()
+	res := v.Call(args)
+	runtime.ReadMemStats(&ms)
+	if err := res[len(res)-1]; !err.IsNil() {
+		return 0, 0, false
+	}
+	return int64(ms.TotalAlloc - before), remaining - h.meter().Remaining(), true
 }

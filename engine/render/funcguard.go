@@ -19,7 +19,8 @@ import (
 // The functions that can build far more than their inputs, or loop over
 // them, are replaced (boundedFuncs: limits.go, printf.go, collections.go,
 // convert.go, compare.go, regex.go, dates.go) so that they refuse before they
-// allocate or run past a bound. The rest return at most a small multiple
+// allocate or run past a bound, and so are those that copy their arguments
+// on every call, whatever they return (copies.go). The rest return at most a small multiple
 // of their input; budget_funcs_test.go lists each with the reason, so that
 // a function added by a sprig upgrade fails the test until it is reviewed.
 //
@@ -65,7 +66,7 @@ func boundedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 	out := stringFuncs(h, base)
 	for _, fs := range []template.FuncMap{
 		tickFuncs(h), dateFuncs(h), printFuncs(h), collectionFuncs(h, base),
-		convertFuncs(h, base), compareFuncs(h), regexFuncs(h),
+		convertFuncs(h, base), compareFuncs(h), regexFuncs(h), copyingFuncs(h, base),
 	} {
 		maps.Copy(out, fs)
 	}
@@ -259,6 +260,10 @@ func wrapNumber(h *holder, name string, fn any) any {
 	case func(any, ...any) float64:
 		return func(a any, v ...any) (float64, error) {
 			return casted(h, name, func() float64 { return f(a, v...) }, append([]any{a}, v...)...)
+		}
+	case func(any, int, ...float64) float64: // round
+		return func(a any, p int, v ...float64) (float64, error) {
+			return casted(h, name, func() float64 { return f(a, p, v...) }, a)
 		}
 	}
 	return nil

@@ -19,6 +19,8 @@ import (
 // 250 bytes an instruction. So every regex function is charged its program
 // before compiling, refused past maxRegexWork steps, and charged what it
 // returns; sprig compiles on every call, and so does each call here.
+// Parsing comes first and allocates too: an expression too large for the
+// budget left is refused before it is parsed (parseCost).
 
 // maxRegexWork bounds instructions times input bytes of one call, each
 // match costing as much as matchSteps instructions: about a quarter of a
@@ -28,6 +30,10 @@ const (
 	matchSteps   = 48
 	instCost     = 256     // bytes a compiled instruction allocates
 	compileCost  = 4 << 10 // and a compiled expression in any case
+
+	parseByteCost    = 256 // bytes parsing allocates at most per byte of expression
+	unicodeClassCost = 16 << 10
+	parseFixedCost   = 2 << 10
 )
 
 // What the lists a regex function returns take: FindAllStringIndex
@@ -170,6 +176,11 @@ func regex(m *budget.Meter, name, expr, s string) (*regexp.Regexp, error) {
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
+	if err := m.Fits(parseCost(expr), func() string {
+		return fmt.Sprintf("%s: parsing an expression of %d bytes", name, len(expr))
+	}); err != nil {
+		return nil, err
+	}
 	parsed, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return nil, err // what regexp.Compile says
@@ -184,6 +195,17 @@ func regex(m *budget.Meter, name, expr, s string) (*regexp.Regexp, error) {
 	return budget.Bounded(m, budget.AddSat(budget.MulSat(insts, instCost), compileCost), func() string {
 		return fmt.Sprintf("%s: compiling a program of about %d instructions", name, insts)
 	}, func() (*regexp.Regexp, error) { return regexp.Compile(expr) }, nil)
+}
+
+// parseCost bounds what parsing expr allocates, refused before it is
+// parsed: up to 250 bytes a byte of most expressions (`.`, `^`, `(|)`),
+// and 13 KiB for each Unicode class (\pL expands to hundreds of ranges).
+// Compiling is charged more than parsing allocated, so only a refusal
+// needs the bound: FuzzFuncAlloc found a 35 KB expression refused after
+// its parse had allocated 3.6 MB.
+func parseCost(expr string) int64 {
+	classes := int64(strings.Count(expr, `\p`) + strings.Count(expr, `\P`))
+	return budget.AddSat(budget.AddSat(budget.MulSat(int64(len(expr)), parseByteCost), budget.MulSat(classes, unicodeClassCost)), parseFixedCost)
 }
 
 // progSize estimates the instructions expr compiles to: repetitions are

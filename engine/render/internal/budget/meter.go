@@ -76,6 +76,10 @@ func (m *Meter) Charge(n int64, what func() string) error {
 	return nil
 }
 
+// Fits reports, without charging, whether n more bytes fit: for work that
+// allocates before its real cost is known, and is charged once it is.
+func (m *Meter) Fits(n int64, what func() string) error { return m.fits(n, what) }
+
 // fits reports, without charging, whether n more bytes fit.
 func (m *Meter) fits(n int64, what func() string) error {
 	if err := m.Check(); err != nil {
