@@ -92,11 +92,27 @@ func TestRunawayPerObject(t *testing.T) {
 	}
 	b := Budget{Timeout: 5 * time.Millisecond}
 	a := Input{Object: object("a", "1", true), Budget: b}
-	for i := range maxRunaway {
-		_, err := set.Children(t.Context(), a)
-		if be, ok := errors.AsType[*BudgetError](err); !ok || be.Budget != BudgetTime || !strings.Contains(err.Error(), "abandoned") {
-			t.Skipf("render %d of a was not abandoned (%v): nothing to test on this machine", i, err)
+	// On a loaded machine (a -race build beside other packages' tests) a
+	// render may reach its deadline before its first long call began, and
+	// stop at once instead of being abandoned, or right after it was: the
+	// premise, maxRunaway renders of a still running, is checked before
+	// the render that must be refused, and tried again.
+	var why error
+	held := false
+	for attempt := 0; attempt < 5 && !held; attempt++ {
+		waitRunaways(t, set)
+		why = nil
+		for range maxRunaway {
+			_, err := set.Children(t.Context(), a)
+			if be, ok := errors.AsType[*BudgetError](err); !ok || be.Budget != BudgetTime || !strings.Contains(err.Error(), "abandoned") {
+				why = err
+				break
+			}
 		}
+		held = why == nil && set.runaway.of(objectKey(a.Object)) == maxRunaway
+	}
+	if !held {
+		t.Skipf("in 5 attempts, %d renders of a were never abandoned and running at once (last: %v): nothing to test on this machine", maxRunaway, why)
 	}
 	_, err := set.Children(t.Context(), a)
 	if be, ok := errors.AsType[*BudgetError](err); !ok || be.Budget != BudgetDegraded || !strings.Contains(err.Error(), "of this object") {
@@ -110,15 +126,24 @@ func TestRunawayPerObject(t *testing.T) {
 			t.Errorf("%v: err = %v, want the render of another object to pass", in.Object["metadata"], err)
 		}
 	}
-	if set.Runaway() != maxRunaway {
-		t.Errorf("Runaway() = %d, want the total %d", set.Runaway(), maxRunaway)
+	if n := set.Runaway(); n < 1 || n > maxRunaway {
+		t.Errorf("Runaway() = %d, want a's abandoned renders still running, at most %d", n, maxRunaway)
 	}
+	waitRunaways(t, set)
+	if _, err := set.Children(t.Context(), Input{Object: object("a", "1", false), Budget: roomy}); err != nil {
+		t.Errorf("a after its renders ended: err = %v", err)
+	}
+}
+
+// waitRunaways waits until no abandoned render of set runs.
+func waitRunaways(t *testing.T, set *Set) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for set.Runaway() > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := set.Children(t.Context(), Input{Object: object("a", "1", false), Budget: roomy}); err != nil {
-		t.Errorf("a after its renders ended: err = %v", err)
+	if n := set.Runaway(); n > 0 {
+		t.Fatalf("Runaway() = %d after 10 s: the abandoned renders run on", n)
 	}
 }
 
