@@ -170,7 +170,7 @@ func dict(h *holder, base template.FuncMap) func(...any) (map[string]any, error)
 				if err != nil {
 					return nil, err
 				}
-				est = budget.AddSat(est, s.Bytes)
+				est = budget.AddSat(est, s.PrintCost())
 			}
 		}
 		return budget.Bounded(h.meter(), est, func() string { return fmt.Sprintf("dict of %d keys", (len(kv)+1)/2) },

@@ -29,9 +29,16 @@ const (
 	jsonCostFixed   = 1 << 10
 	yamlCostPerByte = 64
 	yamlCostFixed   = 8 << 10
-	// Encoding: yaml.v2 sets up an emitter of a few KiB for any value.
-	yamlEncodeFixed = 4 << 10
-	jsonEncodeFixed = 128
+	// Encoding: yaml.v2 sets up an emitter of a few KiB for any value,
+	// and its events and buffers cost about 450-1,000 bytes a scalar and
+	// 1,300-1,900 a list or map, where the text is a few bytes each: 500
+	// empty maps print in 2.5 KB and allocate 660 KB (toYaml) to 970 KB
+	// (toYamlPretty). Charged at a half to a quarter of that: typical
+	// costs, as for decoding.
+	yamlEncodeFixed   = 4 << 10
+	yamlEncodePerLeaf = 256
+	yamlEncodePerNode = 1 << 10
+	jsonEncodeFixed   = 128
 )
 
 func convertFuncs(h *holder, base template.FuncMap) template.FuncMap {
@@ -163,17 +170,20 @@ func serializer(h *holder, base template.FuncMap, name string, indent int64) fun
 		}
 		panic("render: unexpected type of " + name)
 	}
-	fixed := int64(jsonEncodeFixed)
-	if name == "toYaml" || name == "toYamlPretty" || name == "toToml" {
-		fixed = yamlEncodeFixed
-	}
+	isYAML := name == "toYaml" || name == "toYamlPretty" || name == "toToml"
 	return func(v any) (string, error) {
 		s, err := h.meter().Measure(name, v, indent)
 		if err != nil {
 			return "", err
 		}
-		return budget.Bounded(h.meter(), budget.AddSat(s.Bytes, fixed), func() string { return fmt.Sprintf("%s of %d bytes", name, s.Bytes) },
-			func() (string, error) { return call(v) }, func(out string) int64 { return int64(len(out)) + fixed })
+		// What encoding allocates beside the text it returns; JSON, as
+		// fmt, sorts the keys of every map.
+		work := budget.AddSat(jsonEncodeFixed, budget.MulSat(s.Nodes, budget.PrintNodeCost))
+		if isYAML {
+			work = budget.AddSat(yamlEncodeFixed, budget.AddSat(budget.MulSat(s.Leaves, yamlEncodePerLeaf), budget.MulSat(s.Nodes, yamlEncodePerNode)))
+		}
+		return budget.Bounded(h.meter(), budget.AddSat(s.Bytes, work), func() string { return fmt.Sprintf("%s of %d bytes", name, s.Bytes) },
+			func() (string, error) { return call(v) }, func(out string) int64 { return budget.AddSat(int64(len(out)), work) })
 	}
 }
 

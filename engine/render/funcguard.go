@@ -81,7 +81,7 @@ func wrapGeneric(h *holder, name string, fn any) any {
 	if w := wrapString(h, name, fn); w != nil {
 		return w
 	}
-	if w := wrapChecked(h, fn); w != nil {
+	if w := wrapChecked(h, name, fn); w != nil {
 		return w
 	}
 	if w := wrapNumber(h, name, fn); w != nil {
@@ -183,7 +183,7 @@ func wrapPrinting(h *holder, name string, fn any, charged func(string) (string, 
 
 // wrapChecked wraps the functions whose results are scalars, or elements
 // of their input: the stop check is enough. nil for other types.
-func wrapChecked(h *holder, fn any) any {
+func wrapChecked(h *holder, name string, fn any) any {
 	switch f := fn.(type) {
 	case func(string) bool:
 		return checked1(h, f)
@@ -205,8 +205,15 @@ func wrapChecked(h *holder, fn any) any {
 		return checked1(h, f)
 	case func(...any) any:
 		return checkedV(h, f)
-	case func(any, ...any) any:
-		return checked1V(h, f)
+	case func(any, ...any) any: // slice: a new list of its input's elements
+		return func(a any, v ...any) (any, error) {
+			m := h.meter()
+			if err := m.Check(); err != nil {
+				return nil, err
+			}
+			out := f(a, v...)
+			return out, m.Charge(resultCost(m, reflect.ValueOf(&out).Elem()), func() string { return name })
+		}
 	case func(map[string]any, string) any:
 		return checked2(h, f)
 	case func(any, any, bool) any:
@@ -290,7 +297,7 @@ func casted[R any](h *holder, name string, f func() R, args ...any) (R, error) {
 			if err != nil {
 				return zero, err
 			}
-			est = budget.AddSat(est, s.Bytes)
+			est = budget.AddSat(est, s.PrintCost())
 		}
 	}
 	if est == 0 {
@@ -327,16 +334,6 @@ func checkedV[R any](h *holder, f func(...any) R) func(...any) (R, error) {
 			return zero, err
 		}
 		return f(v...), nil
-	}
-}
-
-func checked1V[A, R any](h *holder, f func(A, ...any) R) func(A, ...any) (R, error) {
-	return func(a A, v ...any) (R, error) {
-		if err := h.meter().Check(); err != nil {
-			var zero R
-			return zero, err
-		}
-		return f(a, v...), nil
 	}
 }
 
@@ -403,8 +400,12 @@ func failed(out []reflect.Type, err error) []reflect.Value {
 	return res
 }
 
-// resultCost is what a function's result takes, by its kind.
+// resultCost is what a function's result takes, by its kind: of the value
+// it holds, for a result declared as any.
 func resultCost(m *budget.Meter, rv reflect.Value) int64 {
+	for rv.Kind() == reflect.Interface && !rv.IsNil() {
+		rv = rv.Elem()
+	}
 	switch rv.Kind() {
 	case reflect.String:
 		return int64(rv.Len())

@@ -3,6 +3,7 @@ package budget
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,10 +34,24 @@ func (m *Meter) Measure(name string, v any, indent int64) (Shape, error) {
 	return s, nil
 }
 
-// Walk checks that v can be printed within the budget left.
+// PrintNodeCost is what printing a list or map allocates beside its
+// text: fmt sorts the keys of every map it prints (about 90 bytes for an
+// empty map), and walking it takes a slot of the walk's stack.
+const PrintNodeCost = 128
+
+// PrintCost is what printing a value of this shape with fmt allocates:
+// its text, and PrintNodeCost for each list or map.
+func (s Shape) PrintCost() int64 { return AddSat(s.Bytes, MulSat(s.Nodes, PrintNodeCost)) }
+
+// Walk checks that v can be printed within the budget left, and charges
+// what printing it allocates beside the text (PrintNodeCost a list or
+// map), which the caller charges once printed.
 func (m *Meter) Walk(name string, v any) error {
-	_, err := m.Measure(name, v, 0)
-	return err
+	s, err := m.Measure(name, v, 0)
+	if err != nil || s.Nodes == 0 {
+		return err
+	}
+	return m.Charge(MulSat(s.Nodes, PrintNodeCost), func() string { return name + " of a value of " + strconv.FormatInt(s.Nodes, 10) + " lists and maps" })
 }
 
 // WalkAll walks the values of vs that are not scalars.
