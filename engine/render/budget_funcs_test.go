@@ -201,12 +201,23 @@ func TestFunctionsChargeWhatTheyAllocate(t *testing.T) {
 			if !ok {
 				continue
 			}
-			h.st = newRenderState(Input{}, Budget{MaxOutputBytes: 1 << 30}.WithDefaults())
-			allocated, charged, ok := probeCall(h, v, args)
+			// Over the limit, the least of three calls: with -race,
+			// sync.Pools are emptied at random, and a call may allocate a
+			// pooled buffer anew.
+			var allocated, charged, limit int64
+			ok = true
+			for try := 0; try < 3 && ok && (try == 0 || allocated > limit); try++ {
+				h.st = newRenderState(Input{}, Budget{MaxOutputBytes: 1 << 30}.WithDefaults())
+				a, c, succeeded := probeCall(h, v, args)
+				if try == 0 || a < allocated {
+					allocated, charged = a, c
+				}
+				limit, ok = allocMultiple*charged+4<<10, succeeded
+			}
 			if !ok {
 				continue
 			}
-			if limit := allocMultiple*charged + 4<<10; allocated > limit {
+			if allocated > limit {
 				t.Errorf("%s of %s: allocated %d bytes, charged %d (limit %d)", name, shape, allocated, charged, limit)
 			}
 		}
