@@ -565,6 +565,29 @@ func TestThreeReplicas(t *testing.T) {
 				}
 			}
 
+			// The least any division of the objects can reach: one
+			// replica alone on a third of them. A replica of three holds
+			// a third and a share of the ring's work; what it holds above
+			// this figure is what dividing costs.
+			third := newRing(t, "sharding-third")
+			tr := third.start(t, t, "third")
+			third.sharder(t)
+			thirdNames := objectNames(objects / 3)
+			createAll(t, third.ns, thirdNames, func(n string) string { return n + "/1" })
+			third.waitFor(t, want{fm: third.fm, names: thirdNames, live: []string{tr.id}}, 3*time.Minute,
+				fmt.Sprintf("%d objects converge on one replica", len(thirdNames)))
+			onThird, err := tr.op.PeakRSS()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.op.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := tr.op.Wait(30 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			tr.killed = true
+
 			solo := newRing(t, "sharding-solo")
 			r := solo.start(t, t, "solo")
 			solo.sharder(t)
@@ -615,7 +638,8 @@ func TestThreeReplicas(t *testing.T) {
 			// The issue asks for under 0.7x. Every replica holds ~40 MiB
 			// before its first object (32 MiB of them the binary's file
 			// pages, 8 MiB the runtime's), which sharding cannot divide: at 3,000 objects that keeps the total
-			// at 0.73-0.76x (at 10,000, docs/benchmarks-sharded.md: 0.52x).
+			// at 0.73-0.76x (at 10,000, docs/benchmarks-sharded.md: 0.52x),
+			// and one replica alone on a third of them at 0.74x (below).
 			// What sharding divides, the memory above that, must be at most
 			// half of one replica's: each of three holds a third.
 			above := float64(most-idle) / float64(single-idle)
@@ -623,6 +647,10 @@ func TestThreeReplicas(t *testing.T) {
 				t.Errorf("the largest of three replicas (%s) holds %.2fx the memory above idle that one replica alone holds on the same objects (%.1f of %.1f MiB), want at most 0.5x", who, above, mib(most-idle), mib(single-idle))
 			}
 			t.Logf("the issue's bound on the total, under 0.7x, is %s (%.2fx)", map[bool]string{true: "met", false: "not met"}[ratio < 0.7], ratio)
+			// Not asserted either: a figure of the same run to read the
+			// ratio against, as a limit is for time.
+			t.Logf("the limit: one replica alone on a third of the objects (%d) peaked at %.1f MiB, %.2fx the single one; the largest of three %.1f MiB above it (%.2fx of it)",
+				len(thirdNames), mib(onThird), float64(onThird)/float64(single), mib(most-onThird), float64(most)/float64(onThird))
 		}},
 
 		{"the deleted objects' ConfigMaps collected, nothing else deleted", func(t *testing.T) {
