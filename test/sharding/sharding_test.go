@@ -499,9 +499,17 @@ func TestThreeReplicas(t *testing.T) {
 			if killed.objects == 0 {
 				t.Skip("the SIGKILL step moved nothing")
 			}
-			l := measureMoveLimit(t, killed.objects)
-			t.Logf("limit: %d objects moved and changed, %d writes (%d in flight), in %s: %.0f writes a second; the operator's work after the Lease expired: %s (%.2fx the limit); the bound leaves 5 s: %s",
-				l.objects, l.writes, inFlight, l.elapsed.Round(time.Millisecond), float64(l.writes)/l.elapsed.Seconds(),
+			var l moveLimit
+			for _, k := range limitInFlight {
+				m := measureMoveLimit(t, killed.objects, k)
+				t.Logf("limit with %d objects in flight: %d objects moved and changed, %d writes in %s: %.0f writes a second",
+					k, m.objects, m.writes, m.elapsed.Round(time.Millisecond), float64(m.writes)/m.elapsed.Seconds())
+				if l.elapsed == 0 || m.elapsed < l.elapsed {
+					l = m
+				}
+			}
+			t.Logf("limit: %s (%d in flight); the operator's work after the Lease expired: %s (%.2fx the limit); the bound leaves 5 s: %s",
+				l.elapsed.Round(time.Millisecond), l.inFlight,
 				killed.work.Round(time.Millisecond), killed.work.Seconds()/l.elapsed.Seconds(),
 				map[bool]string{true: "the limit fits it", false: "not even the limit fits it"}[l.elapsed <= 5*time.Second])
 		}},
