@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -47,9 +48,13 @@ func (u Unknown) FileLine() (string, int) { return splitWhere(u.Where) }
 // template action ({{ .Spec.kind }}, a variable, tpl, toYaml...) or that
 // have content but no such lines: which kinds they render is not known
 // before they are rendered.
-func StaticChildren(set *render.Set) (children []ChildKind, unknown []Unknown, err error) {
+//
+// With never set (a chart), a document is also skipped when its
+// metadata.annotations hold a literal helm.sh/hook line whose value never
+// says true: it is never applied (a test hook), and needs no rights.
+func StaticChildren(set *render.Set, never NeverApplied) (children []ChildKind, unknown []Unknown, err error) {
 	trees := set.Trees()
-	a := &analysis{trees: trees, found: map[[2]string]string{}, unknown: map[Unknown]bool{}, inlining: map[string]bool{}, places: map[position]string{}}
+	a := &analysis{trees: trees, found: map[[2]string]string{}, unknown: map[Unknown]bool{}, inlining: map[string]bool{}, places: map[position]string{}, never: never}
 	for _, file := range set.ChildTemplates() {
 		t := trees[file]
 		if t == nil {
@@ -107,6 +112,11 @@ func splitWhere(w string) (string, int) {
 	return w[:i], n
 }
 
+// NeverApplied reports whether a manifest whose helm.sh/hook annotation
+// reads events is never applied (chart.NeverApplied); nil where the
+// annotation means nothing, in a folder of templates.
+type NeverApplied func(events string) bool
+
 // hole stands in the text of a line for output no one can know before the
 // render: a value printed by an action.
 const hole = "\x00"
@@ -140,6 +150,19 @@ type state struct {
 	trimming   bool   // in an include piped to trim, before its first non-blank output
 	apiVersion field
 	kind       field
+	meta       metaState // only with analysis.never set
+}
+
+// metaState is where a document's lines are in its metadata, to find a
+// chart's hook annotation. Indents are counted plus one: 0 is unknown.
+type metaState struct {
+	in         bool // under a top-level metadata: key
+	keyIndent  int  // of metadata's keys
+	annIndent  int  // of its annotations: key, while in its block
+	annKeys    int  // of the annotations' keys
+	hook       bool // a helm.sh/hook line among them
+	hookEvents string
+	hookKnown  bool // its value is literal
 }
 
 type stateSet map[state]struct{}
@@ -162,6 +185,7 @@ type analysis struct {
 	inlining map[string]bool // helpers being walked, against recursion
 	places   map[position]string
 	steps    int
+	never    NeverApplied
 }
 
 // list follows every path through the nodes of list from each state of in
@@ -327,7 +351,12 @@ func (a *analysis) include(t *parse.Tree, name string, pos parse.Pos, text, mode
 	}
 	helper := a.trees[name]
 	if helper == nil || a.inlining[name] || indent > 0 {
-		return a.each(in, func(s *state) { a.holeAt(s, t, pos, text) })
+		// Its first line is indented as the pipeline says: the
+		// annotations that come after it are still in its block.
+		return a.each(in, func(s *state) {
+			a.text(s, t, pos, strings.Repeat(" ", indent))
+			a.holeAt(s, t, pos, text)
+		})
 	}
 	a.inlining[name] = true
 	defer delete(a.inlining, name)
@@ -380,7 +409,7 @@ func (a *analysis) text(s *state, t *parse.Tree, pos parse.Pos, text string) {
 			}
 		}
 		s.line = clip(s.line + piece)
-		settle(s)
+		a.settle(s)
 		if i < 0 {
 			return
 		}
@@ -410,7 +439,7 @@ func (a *analysis) holeAt(s *state, t *parse.Tree, pos parse.Pos, text string) {
 		s.lineHole, s.holeAt = text, w
 	}
 	s.line = clip(s.line + hole)
-	settle(s)
+	a.settle(s)
 }
 
 // Lines that can be neither a separator nor a top-level apiVersion or kind
@@ -424,9 +453,18 @@ const (
 
 var relevantPrefixes = []string{"---", "apiVersion", "kind", `"apiVersion"`, `'apiVersion'`, `"kind"`, `'kind'`}
 
+// metaPrefixes are the keys a chart's hook is found by, besides
+// relevantPrefixes: metadata at the top level, annotations and the hook
+// under it.
+var metaPrefixes = []string{"metadata", `"metadata"`, `'metadata'`, "annotations", `"annotations"`, `'annotations'`,
+	chart.HookAnnotation, `"` + chart.HookAnnotation + `"`, `'` + chart.HookAnnotation + `'`}
+
 // settle folds the line of s when what follows cannot make it relevant.
-func settle(s *state) {
+func (a *analysis) settle(s *state) {
 	l := s.line
+	if a.never != nil && a.settleMeta(s) {
+		return
+	}
 	switch {
 	case l == "" || l == otherLine || l == commentLine || l == spaceLine:
 		return
@@ -446,6 +484,46 @@ func settle(s *state) {
 		s.line = otherLine
 	}
 	s.lineHole, s.holeAt = "", ""
+}
+
+// settleMeta folds the lines a chart's hook is found by, keeping their
+// indent: a top-level metadata: line, and indented lines while in it.
+// It reports whether it settled the line.
+func (a *analysis) settleMeta(s *state) bool {
+	l := s.line
+	if l == "" || l == otherLine || l == commentLine || l == spaceLine {
+		return false
+	}
+	if l[0] != ' ' {
+		if s.meta.in || !couldBe(l, metaPrefixes[:3]) {
+			return false
+		}
+		return true // perhaps metadata:
+	}
+	if !s.meta.in {
+		return false
+	}
+	rest := strings.TrimLeft(l, " ")
+	indent := len(l) - len(rest)
+	switch {
+	case rest == "", rest == otherLine:
+	case rest[0] == '#' || rest[0] == '\t':
+		s.line, s.lineAt = commentLine, ""
+		s.lineHole, s.holeAt = "", ""
+	case !couldBe(rest, metaPrefixes[3:]):
+		s.line = l[:indent] + otherLine
+		s.lineHole, s.holeAt = "", ""
+	}
+	return true
+}
+
+func couldBe(l string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(l, p) || strings.HasPrefix(p, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // endLine reads the line of s as the render's document splitter and the
@@ -468,6 +546,9 @@ func (a *analysis) endLine(s *state) {
 	}
 	if s.content == "" {
 		s.content = at
+	}
+	if a.never != nil {
+		trackMeta(&s.meta, line)
 	}
 	key, value, ok := topLevelKey(line)
 	if !ok {
@@ -496,13 +577,101 @@ func (a *analysis) endLine(s *state) {
 	}
 }
 
+// trackMeta follows a document's non-blank line through its metadata to
+// a helm.sh/hook annotation. A line it cannot read (a value printed by an
+// action where a key could be) leaves the hook unknown, so that the
+// document counts.
+func trackMeta(m *metaState, line string) {
+	rest := strings.TrimLeft(line, " ")
+	indent := len(line) - len(rest) + 1
+	if indent == 1 {
+		// A top-level key ends the metadata; "metadata:" with no value
+		// on its line (or one printed by an action, a block then) starts it.
+		v, ok := blockKey(rest, "metadata")
+		*m = metaState{in: ok && blockValue(v), hook: m.hook, hookEvents: m.hookEvents, hookKnown: m.hookKnown}
+		return
+	}
+	if !m.in {
+		return
+	}
+	if m.keyIndent == 0 {
+		m.keyIndent = indent
+	}
+	if indent < m.keyIndent {
+		m.in = false // text less indented than the keys: not YAML we read
+		return
+	}
+	if m.annIndent != 0 && indent <= m.annIndent {
+		m.annIndent, m.annKeys = 0, 0
+	}
+	if m.annIndent == 0 {
+		if v, ok := blockKey(rest, "annotations"); ok && indent == m.keyIndent && blockValue(v) {
+			m.annIndent = indent
+		}
+		return
+	}
+	if m.annKeys == 0 {
+		m.annKeys = indent
+	}
+	if indent != m.annKeys {
+		return // inside an annotation's value
+	}
+	v, ok := mapKey(rest, chart.HookAnnotation)
+	if !ok {
+		return
+	}
+	events, literal := scalar(v)
+	m.hook, m.hookEvents, m.hookKnown = true, events, literal
+}
+
+// blockValue: nothing after the key but a comment, or only what an action
+// prints (a block that starts on the next line, in valid YAML).
+func blockValue(v string) bool {
+	v = strings.TrimSpace(v)
+	return v == "" || v[0] == '#' || strings.Trim(v, hole+" ") == ""
+}
+
+// mapKey matches `key: value` (the key possibly quoted) and returns the
+// rest of the line.
+func mapKey(line, key string) (value string, ok bool) {
+	return cutKey(line, key, false)
+}
+
+// blockKey is mapKey, and also `key:` followed at once by what an action
+// prints, as in `annotations:{{ toYaml . | nindent 4 }}`, which is a key
+// when what is printed starts a new line.
+func blockKey(line, key string) (value string, ok bool) {
+	return cutKey(line, key, true)
+}
+
+func cutKey(line, key string, holeOK bool) (value string, ok bool) {
+	for _, form := range []string{key, `"` + key + `"`, `'` + key + `'`} {
+		rest, found := strings.CutPrefix(line, form)
+		if !found {
+			continue
+		}
+		rest = strings.TrimLeft(rest, " \t")
+		if rest == "" || rest[0] != ':' {
+			continue
+		}
+		rest = rest[1:]
+		if rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\r' && (!holeOK || rest[0] != hole[0]) {
+			continue // "kind:x" is not a key in YAML
+		}
+		return rest, true
+	}
+	return "", false
+}
+
 // endDocument records what the document of s renders, and starts a new one.
 func (a *analysis) endDocument(s *state) {
-	av, k, content := s.apiVersion, s.kind, s.content
-	s.apiVersion, s.kind, s.content = field{}, field{}, ""
+	av, k, content, meta := s.apiVersion, s.kind, s.content, s.meta
+	s.apiVersion, s.kind, s.content, s.meta = field{}, field{}, "", metaState{}
 	switch {
 	case content == "":
 		// Blank or comments only: the render skips it.
+	case a.never != nil && meta.hook && meta.hookKnown && a.never(meta.hookEvents):
+		// A test hook: never applied.
 	case k.action != "":
 		a.unknown[Unknown{Where: k.where, Reason: fmt.Sprintf("the kind comes from %s", k.action)}] = true
 	case av.action != "":
@@ -537,19 +706,7 @@ func separator(line string) (rest string, ok bool) {
 // of a line (the key possibly quoted), and returns the rest of the line.
 func topLevelKey(line string) (key, value string, ok bool) {
 	for _, k := range []string{"apiVersion", "kind"} {
-		for _, form := range []string{k, `"` + k + `"`, `'` + k + `'`} {
-			rest, found := strings.CutPrefix(line, form)
-			if !found {
-				continue
-			}
-			rest = strings.TrimLeft(rest, " \t")
-			if rest == "" || rest[0] != ':' {
-				continue
-			}
-			rest = rest[1:]
-			if rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\r' {
-				continue // "kind:x" is not a key in YAML
-			}
+		if rest, ok := mapKey(line, k); ok {
 			return k, rest, true
 		}
 	}
@@ -639,8 +796,18 @@ func (k *Kind) ChildKinds() ([]ChildKind, error) {
 	return k.childKinds()
 }
 
+// NeverApplied is what tells a manifest the folder never applies by its
+// annotations: a chart's test and rollback hooks. Nil for a folder of
+// templates, which applies what it renders.
+func (k *Kind) NeverApplied() NeverApplied {
+	if k.Chart == nil {
+		return nil
+	}
+	return chart.NeverApplied
+}
+
 func (k *Kind) analyzeChildKinds() ([]ChildKind, error) {
-	children, unknown, err := StaticChildren(k.Templates)
+	children, unknown, err := StaticChildren(k.Templates, k.NeverApplied())
 	if err != nil {
 		return nil, fmt.Errorf("%s%c%w", k.Dir, filepath.Separator, err)
 	}

@@ -11,16 +11,84 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
 )
 
 func TestStaticChildren(t *testing.T) {
+	const (
+		pod        = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n"
+		deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n"
+		helpers    = `{{ define "labels" }}app: x{{ end }}`
+	)
 	cases := []struct {
 		name    string
+		chart   bool // the folder is a chart: its test hooks are never applied
 		files   map[string]string
 		want    []string // apiVersion kind @ where
 		unknown []string // where: reason
 	}{
+		{
+			name:  "a chart's test hook needs no rights",
+			chart: true,
+			files: map[string]string{"_helpers.tpl": helpers, "d.yaml": deployment, "tests/t.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: "{{ .Release.Name }}-test"
+  labels:
+    {{- include "labels" . | nindent 4 }}
+  annotations:
+    {{- with .Values.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+    "helm.sh/hook": test
+spec:
+  restartPolicy: Never
+`},
+			want: []string{"apps/v1 Deployment @ d.yaml:2"},
+		},
+		{
+			name:  "the same in a folder of templates, which applies it",
+			files: map[string]string{"t.yaml": pod + "  annotations:\n    helm.sh/hook: test\n"},
+			want:  []string{"v1 Pod @ t.yaml:2"},
+		},
+		{
+			name:  "rollback and unknown hooks, quoted, commented; a computed kind is not asked for",
+			chart: true,
+			files: map[string]string{"t.yaml": pod + "  annotations:\n    'helm.sh/hook': \"post-rollback\"\n---\n" +
+				pod + "  annotations:\n    helm.sh/hook: test-success  # helm test\n---\n" +
+				"apiVersion: v1\nkind: {{ .Values.kind }}\nmetadata:\n  annotations:\n    helm.sh/hook: someday\n"},
+		},
+		{
+			name:  "the whole test hook in an if",
+			chart: true,
+			files: map[string]string{"t.yaml": "{{ if .Values.tests }}" + pod + "  annotations:\n    helm.sh/hook: test\n{{ end }}"},
+		},
+		{
+			name:  "hooks that are applied",
+			chart: true,
+			files: map[string]string{"t.yaml": pod + "  annotations:\n    helm.sh/hook: test, pre-install\n---\n" +
+				deployment + "  annotations:\n    helm.sh/hook: post-delete\n"},
+			want: []string{"apps/v1 Deployment @ t.yaml:9", "v1 Pod @ t.yaml:2"},
+		},
+		{
+			name:  "a hook that may be absent or other",
+			chart: true,
+			files: map[string]string{"a.yaml": pod + "  annotations:\n    {{- if .Values.t }}\n    helm.sh/hook: test\n    {{- end }}\n    x: y\n",
+				"b.yaml": deployment + "  annotations:\n    helm.sh/hook: {{ .Values.hook }}\n"},
+			want: []string{"apps/v1 Deployment @ b.yaml:2", "v1 Pod @ a.yaml:2"},
+		},
+		{
+			name:  "helm.sh/hook elsewhere than a key of metadata.annotations",
+			chart: true,
+			files: map[string]string{
+				"labels.yaml": pod + "  labels:\n    helm.sh/hook: test\n",
+				"value.yaml":  deployment + "  annotations:\n    note: |\n      helm.sh/hook: test\n",
+				"spec.yaml":   "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  annotations:\n    helm.sh/hook: test\n",
+				"flow.yaml":   "apiVersion: v1\nkind: Secret\nmetadata:\n  annotations: {helm.sh/hook: test}\n",
+				"nested.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels:\n    annotations:\n      helm.sh/hook: test\n"},
+			want: []string{"apps/v1 Deployment @ value.yaml:2", "v1 ConfigMap @ nested.yaml:2", "v1 Pod @ labels.yaml:2", "v1 Secret @ flow.yaml:2", "v1 Service @ spec.yaml:2"},
+		},
 		{
 			name:  "literal",
 			files: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n"},
@@ -235,7 +303,11 @@ metadata: {name: a}
 			if err != nil {
 				t.Fatal(err)
 			}
-			children, unknown, err := StaticChildren(set)
+			var never NeverApplied
+			if tc.chart {
+				never = chart.NeverApplied
+			}
+			children, unknown, err := StaticChildren(set, never)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -268,7 +340,7 @@ func TestStaticChildrenShipped(t *testing.T) {
 	}
 	for folder, kinds := range want {
 		k := loadKind(t, "../../templates/"+folder)
-		children, unknown, err := StaticChildren(k.Templates)
+		children, unknown, err := StaticChildren(k.Templates, k.NeverApplied())
 		if err != nil || len(unknown) > 0 {
 			t.Fatalf("%s: %v %v", folder, unknown, err)
 		}
@@ -325,7 +397,7 @@ func TestStaticCoversRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			children, unknown, err := StaticChildren(set)
+			children, unknown, err := StaticChildren(set, nil)
 			if err != nil || len(unknown) > 0 {
 				t.Fatalf("unknown %v, err %v", unknown, err)
 			}
@@ -369,7 +441,7 @@ func TestStaticChildrenManyBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	children, unknown, err := StaticChildren(set)
+	children, unknown, err := StaticChildren(set, nil)
 	if err != nil || len(unknown) > 0 || len(children) != 1 {
 		t.Fatalf("children %v, unknown %v, err %v", children, unknown, err)
 	}
@@ -389,8 +461,59 @@ func TestStaticChildrenTooManyBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = StaticChildren(set)
+	_, _, err = StaticChildren(set, nil)
 	if err == nil || !strings.Contains(err.Error(), "cm.yaml: too many branches to follow statically; declare the kinds it renders in kind.yaml children") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestStaticCoversChartRender: for charts, the kinds found statically
+// cover every manifest the engine applies (at install and upgrade, and at
+// the deletion), while the kinds of the hooks never applied are left out.
+func TestStaticCoversChartRender(t *testing.T) {
+	cases := []struct {
+		dir   string
+		spec  map[string]any
+		never []string // kinds only the charts' test or rollback hooks render
+	}{
+		{dir: "../../templates/webapp", spec: map[string]any{"migration": map[string]any{"enabled": true}}},
+		{dir: "../rbac/testdata/folders/chart", never: []string{"v1 Pod", "v1 Secret"}},
+	}
+	for _, tc := range cases {
+		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
+			k := loadKind(t, tc.dir)
+			if k.Chart == nil {
+				t.Fatalf("%s is not a chart", tc.dir)
+			}
+			children, err := k.ChildKinds()
+			if err != nil {
+				t.Fatal(err)
+			}
+			static := map[string]bool{}
+			for _, c := range children {
+				static[c.APIVersion+" "+c.Kind] = true
+			}
+			obj := map[string]any{"apiVersion": k.GVK.GroupVersion().String(), "kind": k.GVK.Kind,
+				"metadata": map[string]any{"name": "a", "namespace": "ns", "generation": int64(1)},
+				"spec":     tc.spec}
+			res, err := k.Children(t.Context(), render.Input{Object: obj}, chart.Cluster{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := slices.Concat(res.Manifests, res.DeleteHooks, res.PostDeleteHooks)
+			if len(all) == 0 {
+				t.Fatal("the chart rendered nothing to apply")
+			}
+			for _, m := range all {
+				if gvk := m.Object.GroupVersionKind(); !static[gvk.GroupVersion().String()+" "+gvk.Kind] {
+					t.Errorf("%s renders %s, which the static analysis missed (found %v)", m.Template, gvk, children)
+				}
+			}
+			for _, kind := range tc.never {
+				if static[kind] {
+					t.Errorf("%s, which only a hook never applied renders, is among the kinds (%v)", kind, children)
+				}
+			}
+		})
 	}
 }

@@ -156,6 +156,16 @@ func stageOf(ann map[string]string) (st stage, keep bool, onDelete deletion) {
 	return stage{}, false, onDelete
 }
 
+// NeverApplied reports whether a manifest annotated helm.sh/hook: events
+// is never applied, at install, upgrade or deletion: test and rollback
+// hooks, and any manifest with a hook name Helm does not know (Order skips
+// them all). operator rbac grants no rights for the kinds of such
+// manifests.
+func NeverApplied(events string) bool {
+	_, keep, onDelete := stageOf(map[string]string{HookAnnotation: events})
+	return !keep && !onDelete.pre && !onDelete.post
+}
+
 // IsPostDeleteHook reports whether an object's annotations make it a
 // post-delete hook: the deletion of a parent waits for such a child
 // instead of deleting it, until the hooks ran.

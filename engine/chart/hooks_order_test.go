@@ -149,3 +149,35 @@ func TestIsPostDeleteHook(t *testing.T) {
 		}
 	}
 }
+
+// TestNeverApplied: what operator rbac may leave out agrees with Order,
+// which applies a manifest at install and upgrade (Manifests) or at the
+// deletion (DeleteHooks, PostDeleteHooks).
+func TestNeverApplied(t *testing.T) {
+	for events, want := range map[string]bool{
+		"test":                 true,
+		"test-success":         true,
+		" Test ":               true,
+		"test,test-success":    true,
+		"pre-rollback":         true,
+		"post-rollback,test":   true,
+		"someday":              true, // Helm skips the manifest
+		"test,pre-install":     false,
+		"pre-install":          false,
+		"post-upgrade":         false,
+		"pre-delete":           false,
+		"test,post-delete":     false,
+		"pre-install,someday":  true, // an unknown name skips the whole manifest
+		"post-install, test":   false,
+		"pre-upgrade,rollback": true,
+	} {
+		if got := NeverApplied(events); got != want {
+			t.Errorf("NeverApplied(%q) = %v, want %v", events, got, want)
+		}
+		o := Order([]render.Manifest{manifest("tests/pod.yaml", "p", hook(events, ""))})
+		applied := len(o.Manifests)+len(o.DeleteHooks)+len(o.PostDeleteHooks) > 0
+		if applied == NeverApplied(events) {
+			t.Errorf("%q: Order applies it: %v, NeverApplied says %v", events, applied, NeverApplied(events))
+		}
+	}
+}

@@ -121,7 +121,7 @@ func (f *folder) staticChecks(namespaced func(schema.GroupVersionKind) bool) []F
 	}
 
 	if len(k.Spec.Children) == 0 {
-		_, unknown, err := catalog.StaticChildren(k.Templates)
+		_, unknown, err := catalog.StaticChildren(k.Templates, k.NeverApplied())
 		if err == nil {
 			for _, u := range unknown {
 				file, line := u.FileLine()

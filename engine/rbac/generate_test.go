@@ -47,6 +47,9 @@ func TestGolden(t *testing.T) {
 		// other names.
 		{"identity", Options{Templates: data + "/folders/identity", CRDs: []string{data + "/crds"},
 			Namespace: "platform", ServiceAccount: "tmplop", Name: "tmplop"}},
+		// A chart with a test hook, a rollback hook and a pre-install
+		// Job: no rights for the kinds of the hooks never applied.
+		{"chart", Options{Templates: data + "/folders/chart", CRDs: []string{data + "/crds"}}},
 		// Three folders: one served as the operator; two under one
 		// ServiceAccount, one of them with computed kinds declared in
 		// children, one a built-in kind.
