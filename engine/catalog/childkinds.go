@@ -10,6 +10,7 @@ import (
 	"text/template/parse"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
@@ -621,7 +622,25 @@ func trackMeta(m *metaState, line string) {
 		return
 	}
 	events, literal := scalar(v)
+	if literal {
+		// A plain 00, true or null is no string: the object then has no
+		// annotations a client reads (chart.Order applies it), whatever
+		// the rule says of the text.
+		s, ok := yamlString(v)
+		literal = ok && s == events
+	}
 	m.hook, m.hookEvents, m.hookKnown = true, events, literal
+}
+
+// yamlString is the value YAML decodes from the text after a key, when it
+// is a string.
+func yamlString(value string) (string, bool) {
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte("v: "+value), &doc); err != nil {
+		return "", false
+	}
+	s, ok := doc["v"].(string)
+	return s, ok
 }
 
 // blockValue: nothing after the key but a comment, or only what an action

@@ -79,6 +79,17 @@ spec:
 			want: []string{"apps/v1 Deployment @ b.yaml:2", "v1 Pod @ a.yaml:2"},
 		},
 		{
+			// YAML reads these as a number, a boolean and null: the object
+			// has no string annotations, so Helm's ordering applies it.
+			name:  "a hook value that is no string",
+			chart: true,
+			files: map[string]string{
+				"int.yaml":  pod + "  annotations:\n    'helm.sh/hook': 00\n",
+				"bool.yaml": deployment + "  annotations:\n    helm.sh/hook: yes\n",
+				"null.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  annotations:\n    helm.sh/hook: ~\n"},
+			want: []string{"apps/v1 Deployment @ bool.yaml:2", "v1 Pod @ int.yaml:2", "v1 Secret @ null.yaml:2"},
+		},
+		{
 			name:  "helm.sh/hook elsewhere than a key of metadata.annotations",
 			chart: true,
 			files: map[string]string{

@@ -20,7 +20,7 @@ const (
 	CodeBudget           = "LNT102" // a render exceeds its budget
 	CodeNondeterministic = "LNT103" // a child renders differently every time
 
-	CodeManifest       = "LNT200" // a child without apiVersion, kind or metadata.name
+	CodeManifest       = "LNT200" // a child the API server would refuse: no apiVersion, kind or name; labels not strings
 	CodeNotYAML        = "LNT201" // a child template's output is not YAML mappings
 	CodeEngineField    = "LNT202" // a child sets a field the engine sets
 	CodeServerField    = "LNT203" // a child sets a field the API server sets

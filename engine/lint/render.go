@@ -132,8 +132,8 @@ func asRenderError(file string, err error) *render.Error {
 }
 
 // manifestProblem classifies a render error about a rendered document by
-// render's mark: LNT200 (a child without apiVersion, kind or name, or a
-// List), LNT201 (not a YAML mapping), or "" for any other failure.
+// render's mark: LNT200 (a child without apiVersion, kind or name, a List,
+// or labels or annotations that are not strings), LNT201 (not a YAML mapping), or "" for any other failure.
 func manifestProblem(e *render.Error) string {
 	de, ok := errors.AsType[*render.DocumentError](e)
 	switch {

@@ -147,13 +147,48 @@ func checkManifest(obj map[string]any) string {
 	if !ok {
 		return kind + ": metadata.name is required"
 	}
-	if name, _ := meta["name"].(string); name != "" {
+	if name, _ := meta["name"].(string); name == "" {
+		if _, ok := meta["generateName"]; ok {
+			return kind + ": metadata.generateName is not supported, set metadata.name: server-side apply needs a name"
+		}
+		return kind + ": metadata.name is required (a non-empty string)"
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		if msg := stringMap(meta, field); msg != "" {
+			return kind + " " + meta["name"].(string) + ": " + msg
+		}
+	}
+	return ""
+}
+
+// stringMap checks that metadata's labels or annotations map names to
+// strings, as the API server requires, and turns a null value into "", as
+// the server stores it (and Helm, which sends it, ends with). An unquoted
+// "8080" or "true" is refused here, naming the key, rather than at the
+// server, after the children before it are applied; and the engine's own
+// reading of labels and annotations (a Helm hook, an owner label) is
+// then the server's.
+func stringMap(meta map[string]any, field string) string {
+	v, ok := meta[field]
+	if !ok || v == nil {
 		return ""
 	}
-	if _, ok := meta["generateName"]; ok {
-		return kind + ": metadata.generateName is not supported, set metadata.name: server-side apply needs a name"
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Sprintf("metadata.%s must be a mapping of strings, got %s", field, describe(v))
 	}
-	return kind + ": metadata.name is required (a non-empty string)"
+	for k, val := range m {
+		switch val.(type) {
+		case string:
+		case nil:
+			m[k] = ""
+		case bool, int64, float64:
+			return fmt.Sprintf("metadata.%s[%q] must be a string, got %s (%v): quote it", field, k, describe(val), val)
+		default:
+			return fmt.Sprintf("metadata.%s[%q] must be a string, got %s", field, k, describe(val))
+		}
+	}
+	return ""
 }
 
 // decodeStatus decodes status.yaml's output: one mapping, or nothing.
@@ -215,6 +250,8 @@ func describe(v any) string {
 		return "a boolean"
 	case int64, float64:
 		return "a number"
+	case map[string]any:
+		return "a mapping"
 	default:
 		return fmt.Sprintf("%T", v)
 	}

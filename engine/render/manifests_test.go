@@ -1,6 +1,8 @@
 package render
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -49,6 +51,10 @@ func TestBlank(t *testing.T) {
 }
 
 func TestCheckManifest(t *testing.T) {
+	cm := func(meta map[string]any) map[string]any {
+		meta["name"] = "a"
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+	}
 	for _, tc := range []struct {
 		obj  map[string]any
 		want string // fragment of the message; "" for none
@@ -58,10 +64,25 @@ func TestCheckManifest(t *testing.T) {
 		{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"generateName": "a-"}}, "generateName is not supported"},
 		// A List would send the mapper rediscovering every API group.
 		{map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"name": "l"}, "items": []any{}}, "kind List is a list of objects"},
+		// The API server refuses what is no string; a null it stores as "".
+		{cm(map[string]any{"labels": map[string]any{"a": "b", "c": nil}, "annotations": nil}), ""},
+		{cm(map[string]any{"annotations": map[string]any{"prometheus.io/port": int64(8080)}}), `ConfigMap a: metadata.annotations["prometheus.io/port"] must be a string, got a number (8080): quote it`},
+		{cm(map[string]any{"labels": map[string]any{"on": true}}), `metadata.labels["on"] must be a string, got a boolean (true)`},
+		{cm(map[string]any{"annotations": map[string]any{"x": map[string]any{}}}), `metadata.annotations["x"] must be a string, got a mapping`},
+		{cm(map[string]any{"labels": []any{"a"}}), "metadata.labels must be a mapping of strings, got a list"},
 	} {
 		got := checkManifest(tc.obj)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("checkManifest(%v) = %q, want %q", tc.obj, got, tc.want)
+		}
+		if got == "" {
+			if _, err := (&unstructured.Unstructured{Object: tc.obj}).MarshalJSON(); err != nil {
+				t.Errorf("checkManifest(%v) passed what does not encode: %v", tc.obj, err)
+			}
+			u := unstructured.Unstructured{Object: tc.obj}
+			if _, _, err := unstructured.NestedStringMap(u.Object, "metadata", "labels"); err != nil {
+				t.Errorf("checkManifest passed labels that are not strings: %v", err)
+			}
 		}
 	}
 }

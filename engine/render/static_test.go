@@ -57,7 +57,7 @@ func TestTrees(t *testing.T) {
 	cm.Root.Nodes = nil
 	trees["labels"].Root.Nodes = nil
 	res, err := set.Children(t.Context(), Input{Object: map[string]any{
-		"apiVersion": "x/v1", "kind": "X", "metadata": map[string]any{"name": "n"},
+		"apiVersion": "x/v1", "kind": "X", "metadata": map[string]any{"name": "obj"},
 		"spec": map[string]any{"items": []any{"a"}},
 	}})
 	if err != nil {
