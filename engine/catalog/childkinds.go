@@ -10,7 +10,6 @@ import (
 	"text/template/parse"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
@@ -55,7 +54,7 @@ func (u Unknown) FileLine() (string, int) { return splitWhere(u.Where) }
 // says true: it is never applied (a test hook), and needs no rights.
 func StaticChildren(set *render.Set, never NeverApplied) (children []ChildKind, unknown []Unknown, err error) {
 	trees := set.Trees()
-	a := &analysis{trees: trees, found: map[[2]string]string{}, unknown: map[Unknown]bool{}, inlining: map[string]bool{}, places: map[position]string{}, never: never}
+	a := &analysis{trees: trees, found: map[[2]string]string{}, unknown: map[Unknown]bool{}, inlining: map[string]bool{}, places: map[position]string{}, never: never, linesVars: map[string]bool{}}
 	for _, file := range set.ChildTemplates() {
 		t := trees[file]
 		if t == nil {
@@ -147,23 +146,12 @@ type state struct {
 	lineAt     string // file:line of the line's first non-blank output
 	lineHole   string // the first action printed in the line, e.g. {{.Spec.kind}}
 	holeAt     string // file:line of that action
+	lineLines  bool   // an action in the line may print lines of its own (only with analysis.never set)
 	content    string // file:line of the document's first content; "" while blank
 	trimming   bool   // in an include piped to trim, before its first non-blank output
 	apiVersion field
 	kind       field
 	meta       metaState // only with analysis.never set
-}
-
-// metaState is where a document's lines are in its metadata, to find a
-// chart's hook annotation. Indents are counted plus one: 0 is unknown.
-type metaState struct {
-	in         bool // under a top-level metadata: key
-	keyIndent  int  // of metadata's keys
-	annIndent  int  // of its annotations: key, while in its block
-	annKeys    int  // of the annotations' keys
-	hook       bool // a helm.sh/hook line among them
-	hookEvents string
-	hookKnown  bool // its value is literal
 }
 
 type stateSet map[state]struct{}
@@ -187,6 +175,8 @@ type analysis struct {
 	places   map[position]string
 	steps    int
 	never    NeverApplied
+	// linesVars are the variables set by a pipeline that printsLines.
+	linesVars map[string]bool
 }
 
 // list follows every path through the nodes of list from each state of in
@@ -239,6 +229,9 @@ func (a *analysis) node(t *parse.Tree, n parse.Node, in stateSet, l *loop) state
 
 // branches: either branch of an if or a with may run (no else: nothing).
 func (a *analysis) branches(t *parse.Tree, n *parse.BranchNode, in stateSet, l *loop) stateSet {
+	if a.never != nil {
+		a.noteVars(n.Pipe)
+	}
 	out := a.list(t, n.List, in, l)
 	if n.ElseList != nil {
 		out.add(a.list(t, n.ElseList, in, l))
@@ -252,6 +245,9 @@ func (a *analysis) branches(t *parse.Tree, n *parse.BranchNode, in stateSet, l *
 // body any number of times, each pass starting where the previous one (or
 // a continue) ended, until no pass reaches a new state.
 func (a *analysis) rangeNode(t *parse.Tree, n *parse.RangeNode, in stateSet, outer *loop) stateSet {
+	if a.never != nil {
+		a.noteVars(n.Pipe)
+	}
 	exit := stateSet{}
 	if n.ElseList != nil {
 		exit.add(a.list(t, n.ElseList, in, outer))
@@ -297,6 +293,9 @@ var silentFuncs = map[string]bool{"requeueAfter": true, "fail": true}
 func (a *analysis) action(t *parse.Tree, n *parse.ActionNode, in stateSet) stateSet {
 	p := n.Pipe
 	if p == nil || len(p.Decl) > 0 || len(p.Cmds) == 0 {
+		if a.never != nil {
+			a.noteVars(p)
+		}
 		return in // {{ $x := ... }} and {{ $x = ... }} print nothing
 	}
 	first := p.Cmds[0]
@@ -316,7 +315,27 @@ func (a *analysis) action(t *parse.Tree, n *parse.ActionNode, in stateSet) state
 			}
 		}
 	}
-	return a.each(in, func(s *state) { a.holeAt(s, t, n.Pos, n.String()) })
+	if indent := nindented(p); indent > 0 {
+		// Its lines all start with indent blanks: a block at that indent.
+		return a.each(in, func(s *state) {
+			a.text(s, t, n.Pos, "\n"+strings.Repeat(" ", indent))
+			a.holeAt(s, t, n.Pos, n.String(), false)
+		})
+	}
+	lines := a.never != nil && a.printsLines(p)
+	return a.each(in, func(s *state) { a.holeAt(s, t, n.Pos, n.String(), lines) })
+}
+
+// nindented is N when the pipeline ends in nindent N, else 0.
+func nindented(p *parse.PipeNode) int {
+	last := p.Cmds[len(p.Cmds)-1]
+	if id, ok := last.Args[0].(*parse.IdentifierNode); !ok || id.Ident != "nindent" || len(last.Args) != 2 {
+		return 0
+	}
+	if num, ok := last.Args[1].(*parse.NumberNode); ok && num.IsInt && num.Int64 > 0 && num.Int64 < maxLine {
+		return int(num.Int64)
+	}
+	return 0
 }
 
 // transform recognises what a pipeline does to an include's output when
@@ -353,10 +372,12 @@ func (a *analysis) include(t *parse.Tree, name string, pos parse.Pos, text, mode
 	helper := a.trees[name]
 	if helper == nil || a.inlining[name] || indent > 0 {
 		// Its first line is indented as the pipeline says: the
-		// annotations that come after it are still in its block.
+		// annotations that come after it are still in its block. Indented,
+		// its lines are all there; else they may be anywhere.
+		lines := a.never != nil && indent == 0
 		return a.each(in, func(s *state) {
 			a.text(s, t, pos, strings.Repeat(" ", indent))
-			a.holeAt(s, t, pos, text)
+			a.holeAt(s, t, pos, text, lines)
 		})
 	}
 	a.inlining[name] = true
@@ -430,8 +451,9 @@ func clip(line string) string {
 }
 
 // holeAt adds the output of an action that cannot be known to s.
-func (a *analysis) holeAt(s *state, t *parse.Tree, pos parse.Pos, text string) {
+func (a *analysis) holeAt(s *state, t *parse.Tree, pos parse.Pos, text string, lines bool) {
 	s.trimming = false
+	s.lineLines = s.lineLines || lines
 	w := a.where(t, pos)
 	if s.lineAt == "" {
 		s.lineAt = w
@@ -453,12 +475,6 @@ const (
 )
 
 var relevantPrefixes = []string{"---", "apiVersion", "kind", `"apiVersion"`, `'apiVersion'`, `"kind"`, `'kind'`}
-
-// metaPrefixes are the keys a chart's hook is found by, besides
-// relevantPrefixes: metadata at the top level, annotations and the hook
-// under it.
-var metaPrefixes = []string{"metadata", `"metadata"`, `'metadata'`, "annotations", `"annotations"`, `'annotations'`,
-	chart.HookAnnotation, `"` + chart.HookAnnotation + `"`, `'` + chart.HookAnnotation + `'`}
 
 // settle folds the line of s when what follows cannot make it relevant.
 func (a *analysis) settle(s *state) {
@@ -487,69 +503,33 @@ func (a *analysis) settle(s *state) {
 	s.lineHole, s.holeAt = "", ""
 }
 
-// settleMeta folds the lines a chart's hook is found by, keeping their
-// indent: a top-level metadata: line, and indented lines while in it.
-// It reports whether it settled the line.
-func (a *analysis) settleMeta(s *state) bool {
-	l := s.line
-	if l == "" || l == otherLine || l == commentLine || l == spaceLine {
-		return false
-	}
-	if l[0] != ' ' {
-		if s.meta.in || !couldBe(l, metaPrefixes[:3]) {
-			return false
-		}
-		return true // perhaps metadata:
-	}
-	if !s.meta.in {
-		return false
-	}
-	rest := strings.TrimLeft(l, " ")
-	indent := len(l) - len(rest)
-	switch {
-	case rest == "", rest == otherLine:
-	case rest[0] == '#' || rest[0] == '\t':
-		s.line, s.lineAt = commentLine, ""
-		s.lineHole, s.holeAt = "", ""
-	case !couldBe(rest, metaPrefixes[3:]):
-		s.line = l[:indent] + otherLine
-		s.lineHole, s.holeAt = "", ""
-	}
-	return true
-}
-
-func couldBe(l string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(l, p) || strings.HasPrefix(p, l) {
-			return true
-		}
-	}
-	return false
-}
-
 // endLine reads the line of s as the render's document splitter and the
 // YAML decoder would, and starts a new one.
 func (a *analysis) endLine(s *state) {
-	line, at, act, actAt := s.line, s.lineAt, s.lineHole, s.holeAt
-	s.line, s.lineAt, s.lineHole, s.holeAt = "", "", "", ""
+	line, at, act, actAt, lines := s.line, s.lineAt, s.lineHole, s.holeAt, s.lineLines
+	s.line, s.lineAt, s.lineHole, s.holeAt, s.lineLines = "", "", "", "", false
 	if rest, ok := separator(line); ok {
 		a.endDocument(s)
 		if rest != "" {
 			// "--- kind: X": the content belongs to the new document.
-			s.line, s.lineAt, s.lineHole, s.holeAt = rest, at, act, actAt
+			s.line, s.lineAt, s.lineHole, s.holeAt, s.lineLines = rest, at, act, actAt, lines
 			a.endLine(s)
 		}
 		return
 	}
 	trimmed := strings.TrimSpace(line)
 	if trimmed == "" || trimmed[0] == '#' {
+		if a.never != nil && lines {
+			// What an action prints in a comment goes on past it.
+			s.meta.spoiled = s.meta.spoiled || s.meta.hook || s.meta.in
+		}
 		return
 	}
 	if s.content == "" {
 		s.content = at
 	}
 	if a.never != nil {
-		trackMeta(&s.meta, line)
+		trackMeta(&s.meta, line, lines)
 	}
 	key, value, ok := topLevelKey(line)
 	if !ok {
@@ -578,92 +558,9 @@ func (a *analysis) endLine(s *state) {
 	}
 }
 
-// trackMeta follows a document's non-blank line through its metadata to
-// a helm.sh/hook annotation. A line it cannot read (a value printed by an
-// action where a key could be) leaves the hook unknown, so that the
-// document counts.
-func trackMeta(m *metaState, line string) {
-	rest := strings.TrimLeft(line, " ")
-	indent := len(line) - len(rest) + 1
-	if indent == 1 {
-		// A top-level key ends the metadata; "metadata:" with no value
-		// on its line (or one printed by an action, a block then) starts it.
-		v, ok := blockKey(rest, "metadata")
-		*m = metaState{in: ok && blockValue(v), hook: m.hook, hookEvents: m.hookEvents, hookKnown: m.hookKnown}
-		return
-	}
-	if !m.in {
-		return
-	}
-	if m.keyIndent == 0 {
-		m.keyIndent = indent
-	}
-	if indent < m.keyIndent {
-		m.in = false // text less indented than the keys: not YAML we read
-		return
-	}
-	if m.annIndent != 0 && indent <= m.annIndent {
-		m.annIndent, m.annKeys = 0, 0
-	}
-	if m.annIndent == 0 {
-		if v, ok := blockKey(rest, "annotations"); ok && indent == m.keyIndent && blockValue(v) {
-			m.annIndent = indent
-		}
-		return
-	}
-	if m.annKeys == 0 {
-		m.annKeys = indent
-	}
-	if indent != m.annKeys {
-		return // inside an annotation's value
-	}
-	v, ok := mapKey(rest, chart.HookAnnotation)
-	if !ok {
-		return
-	}
-	events, literal := scalar(v)
-	if literal {
-		// A plain 00, true or null is no string: the object then has no
-		// annotations a client reads (chart.Order applies it), whatever
-		// the rule says of the text.
-		s, ok := yamlString(v)
-		literal = ok && s == events
-	}
-	m.hook, m.hookEvents, m.hookKnown = true, events, literal
-}
-
-// yamlString is the value YAML decodes from the text after a key, when it
-// is a string.
-func yamlString(value string) (string, bool) {
-	var doc map[string]any
-	if err := yaml.Unmarshal([]byte("v: "+value), &doc); err != nil {
-		return "", false
-	}
-	s, ok := doc["v"].(string)
-	return s, ok
-}
-
-// blockValue: nothing after the key but a comment, or only what an action
-// prints (a block that starts on the next line, in valid YAML).
-func blockValue(v string) bool {
-	v = strings.TrimSpace(v)
-	return v == "" || v[0] == '#' || strings.Trim(v, hole+" ") == ""
-}
-
 // mapKey matches `key: value` (the key possibly quoted) and returns the
 // rest of the line.
 func mapKey(line, key string) (value string, ok bool) {
-	return cutKey(line, key, false)
-}
-
-// blockKey is mapKey, and also `key:` followed at once by what an action
-// prints, as in `annotations:{{ toYaml . | nindent 4 }}`, which is a key
-// when what is printed starts a new line.
-func blockKey(line, key string) (value string, ok bool) {
-	return cutKey(line, key, true)
-}
-
-func cutKey(line, key string, holeOK bool) (value string, ok bool) {
 	for _, form := range []string{key, `"` + key + `"`, `'` + key + `'`} {
 		rest, found := strings.CutPrefix(line, form)
 		if !found {
@@ -674,7 +571,7 @@ func cutKey(line, key string, holeOK bool) (value string, ok bool) {
 			continue
 		}
 		rest = rest[1:]
-		if rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\r' && (!holeOK || rest[0] != hole[0]) {
+		if rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\r' {
 			continue // "kind:x" is not a key in YAML
 		}
 		return rest, true
@@ -689,7 +586,7 @@ func (a *analysis) endDocument(s *state) {
 	switch {
 	case content == "":
 		// Blank or comments only: the render skips it.
-	case a.never != nil && meta.hook && meta.hookKnown && a.never(meta.hookEvents):
+	case a.never != nil && meta.neverApplied(a.never):
 		// A test hook: never applied.
 	case k.action != "":
 		a.unknown[Unknown{Where: k.where, Reason: fmt.Sprintf("the kind comes from %s", k.action)}] = true

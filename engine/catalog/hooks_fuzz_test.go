@@ -24,6 +24,9 @@ func FuzzHookSkip(f *testing.F) {
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    note: |\n      helm.sh/hook: test\n",
 		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: t\n  annotations: {helm.sh/hook: test}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations:\n    'helm.sh/hook': \"test,pre-install\"\n",
 		"{{ range .Spec.list }}---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n{{ end }}",
+		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n    {{ .Spec.key }}: pre-install\n  annotations:\n    x: z\n",
+		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    a: \"x\n    helm.sh/hook: test\"\n    <<: {helm.sh/hook: pre-install}\n",
+		"{{ $a := toYaml .Spec.top }}apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\nspec:\n  x: {{ toYaml .Spec.ann | nindent 4 }}\n{{ $a }}\n",
 	} {
 		f.Add(seed)
 	}
@@ -31,7 +34,8 @@ func FuzzHookSkip(f *testing.F) {
 		return map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": "w", "namespace": "ns"},
 			"spec": map[string]any{"t": true, "f": false, "hook": "pre-install", "test": "test",
-				"ann": map[string]any{"a": "b", "helm.sh/hook": "post-install"}, "list": []any{int64(1), int64(2)}}}
+				"ann": map[string]any{"a": "b", "helm.sh/hook": "post-install"}, "list": []any{int64(1), int64(2)},
+				"key": "helm.sh/hook", "top": map[string]any{"metadata": map[string]any{"name": "c"}}}}
 	}
 	budget := render.Budget{Timeout: 500 * time.Millisecond, MaxOutputBytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, text string) {
