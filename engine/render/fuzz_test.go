@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -66,6 +67,7 @@ func FuzzManifests(f *testing.F) {
 		"- 1\n- 2\n",
 		"apiVersion: v1\nkind: List\nitems: []\nmetadata: {name: l}\n",
 		"{\"apiVersion\":\"v1\",\"kind\":\"A\",\"metadata\":{\"name\":1e400}}",
+		"apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  labels: {a: ~, b: n}\n  annotations:\n    x: 8080\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -80,6 +82,13 @@ func FuzzManifests(f *testing.F) {
 		for _, m := range ms {
 			if msg := checkManifest(m.Object.Object); msg != "" {
 				t.Fatalf("accepted a manifest that cannot be applied: %s", msg)
+			}
+			// What the engine reads of labels and annotations (a Helm
+			// hook, an owner label) is what the API server stores.
+			for _, field := range []string{"labels", "annotations"} {
+				if _, _, err := unstructured.NestedStringMap(m.Object.Object, "metadata", field); err != nil {
+					t.Fatalf("accepted %s that are not strings: %v", field, err)
+				}
 			}
 		}
 		_, _ = decodeStatus(out)
