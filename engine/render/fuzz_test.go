@@ -68,6 +68,7 @@ func FuzzManifests(f *testing.F) {
 		"apiVersion: v1\nkind: List\nitems: []\nmetadata: {name: l}\n",
 		"{\"apiVersion\":\"v1\",\"kind\":\"A\",\"metadata\":{\"name\":1e400}}",
 		"apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  labels: {a: ~, b: n}\n  annotations:\n    x: 8080\n",
+		"apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  labels:\n  annotations: null\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -86,6 +87,9 @@ func FuzzManifests(f *testing.F) {
 			// What the engine reads of labels and annotations (a Helm
 			// hook, an owner label) is what the API server stores.
 			for _, field := range []string{"labels", "annotations"} {
+				if v, _, _ := unstructured.NestedFieldNoCopy(m.Object.Object, "metadata", field); v == nil {
+					continue // absent or null: none
+				}
 				if _, _, err := unstructured.NestedStringMap(m.Object.Object, "metadata", field); err != nil {
 					t.Fatalf("accepted %s that are not strings: %v", field, err)
 				}
