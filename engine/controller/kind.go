@@ -132,14 +132,13 @@ func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cach
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.add(queue, obj) },
 		UpdateFunc: func(old, cur any) {
+			// A status-only event (our own write's, mostly) reconciles
+			// nothing, and tells the reconciler nothing either: a retry may
+			// be running on the snapshot from before it (written.go).
 			o, ok1 := old.(*cached.Object)
 			n, ok2 := cur.(*cached.Object)
-			switch {
-			case !ok1 || !ok2:
-			case needsReconcile(o, n):
+			if ok1 && ok2 && needsReconcile(o, n) {
 				c.add(queue, cur)
-			default:
-				c.reconciler.Observed(n.GetUID(), n.GetResourceVersion())
 			}
 		},
 		DeleteFunc: func(obj any) {

@@ -28,8 +28,8 @@
 //     on the object, and classify it for the controller in one place
 //     (classify): only known-permanent causes are terminal.
 //   - Trust the cache only as far as it goes: a status equal to the cached
-//     one is written all the same while the cache has not shown this
-//     process's last write (written.go), and the version a write produced
+//     one is written all the same while no reconcile's snapshot has shown
+//     this process's last write (written.go), and the version a write produced
 //     is remembered as reconciled only when nobody else changed the object
 //     since it was read (adopt, memo.go).
 //   - Say whether the object is up (docs/readiness.md): Ready from the

@@ -165,13 +165,6 @@ func (r *Reconciler) Forget(uid types.UID) {
 	r.written.drop(uid)
 }
 
-// Observed tells the reconciler that the cache now holds the object uid at
-// resourceVersion, for an event that reconciles nothing (its own status
-// write's): what it remembers of its last write is then in the cache.
-func (r *Reconciler) Observed(uid types.UID, resourceVersion string) {
-	r.written.seen(uid, resourceVersion)
-}
-
 // fromMemo answers from what the last complete reconcile of obj saw, when
 // it can: nothing changed (nothing to do), or only the children's status
 // (only the status step). done reports whether it answered.

@@ -10,18 +10,23 @@ import (
 )
 
 // written remembers, per parent, the last status this process wrote and
-// the resourceVersion the write produced, until the cache shows that
-// version. A reconcile compares its status with the cached object's, and
-// the cache may not show the last write yet: a reconcile that failed wrote
-// ApplyFailed, and its retry 5 ms later, on a cache still holding the
-// Reconciled status from before, found its own Reconciled "unchanged" and
-// wrote nothing. The status-only event that brings ApplyFailed to the
-// cache reconciles nothing, so the failure stayed on the object for good
-// (the sharding chaos run, with its proxies' injected faults).
+// the resourceVersion the write produced. A reconcile compares its status
+// with its snapshot of the object, and the snapshot may not show the last
+// write yet: a reconcile that failed wrote ApplyFailed, and its retry 5 ms
+// later, on a cache still holding the Reconciled status from before, found
+// its own Reconciled "unchanged" and wrote nothing. The status-only event
+// that brings ApplyFailed to the cache reconciles nothing, so the failure
+// stayed on the object for good (the sharding chaos run, with its proxies'
+// injected faults).
 //
-// It holds a fingerprint, not the status: a few dozen bytes an object,
-// and only for objects whose last write the cache has not shown yet (the
-// watch's event of the write drops the entry: Reconciler.Observed).
+// Only a reconcile's own snapshot may drop the entry: one at the version
+// the write produced, or one whose status is what was written. The watch's
+// event of the write must not: it may arrive while the retry runs on the
+// snapshot it read before, and that retry would then trust its stale
+// status again (the chaos run found that too, in about one run in ten).
+//
+// It holds a fingerprint, not the status: a few dozen bytes an object, for
+// the objects whose last write no reconcile has seen since.
 type written struct {
 	mu    sync.Mutex
 	byUID map[types.UID]writtenStatus
@@ -32,8 +37,8 @@ type writtenStatus struct {
 	sum uint64 // fingerprint of the status written
 }
 
-// seen drops the entry of uid once the cache shows the version its last
-// write produced: the cached status is that write's, or newer.
+// seen drops the entry of uid when a reconcile's snapshot is at the
+// version its last write produced: the snapshot's status is that write's.
 func (w *written) seen(uid types.UID, resourceVersion string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -42,9 +47,11 @@ func (w *written) seen(uid types.UID, resourceVersion string) {
 	}
 }
 
-// upToDate reports whether obj's cached status can be trusted to be what
-// this process last wrote, or else whether that last write was sum: then
-// a status equal to the cached one needs no write either.
+// upToDate reports, for a snapshot obj whose status already is desired,
+// whether the server's is too: nothing was written since obj was read, or
+// the last write was desired itself. In both cases the snapshot shows what
+// the server holds, and later snapshots (never older) can be trusted: the
+// entry goes.
 func (w *written) upToDate(obj *unstructured.Unstructured, desired map[string]any) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -52,11 +59,11 @@ func (w *written) upToDate(obj *unstructured.Unstructured, desired map[string]an
 	switch {
 	case !ok:
 		return true
-	case e.rv != "" && e.rv == obj.GetResourceVersion():
-		delete(w.byUID, obj.GetUID()) // the cache caught up
+	case e.rv != "" && (e.rv == obj.GetResourceVersion() || e.sum == statusSum(desired)):
+		delete(w.byUID, obj.GetUID())
 		return true
 	}
-	return e.rv != "" && e.sum == statusSum(desired)
+	return false
 }
 
 // wrote records a write of desired that produced resourceVersion rv;

@@ -39,10 +39,12 @@ const (
 // neither a live parent holds nor the garbage collector will take:
 // orphaned 0.
 //
-// It found two bugs of the engine, not of sharding, each in most runs:
-// a spec change that landed during a status write was remembered as
-// reconciled (reconcile.adopt), and a failure's status stayed when the
-// retry ran on a cache that had not seen it (reconcile.written).
+// It found bugs of the engine, not of sharding: a spec change that landed
+// during a status write was remembered as reconciled (reconcile.adopt), and
+// a failure's status stayed when the retry ran on a cache that had not
+// seen it (reconcile.written), each in most runs; later, in about one run
+// in ten, the same failure's status stayed when the event of its write
+// arrived during the retry (controller.TestStatusWriteSeenDuringItsRetry).
 func TestChaos(t *testing.T) {
 	g := newRing(t, "sharding-chaos")
 	next := 0
