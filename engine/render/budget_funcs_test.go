@@ -34,7 +34,7 @@ var reviewed = func() map[string]string {
 	add("measures its arguments first (a value that holds itself is refused), returns what they print, at most 4 times (%q), charged",
 		"cat", "quote", "squote", "toString", "typeOf", "kindOf")
 	add("prints a date or a duration: the size of its layout, at most twice, charged",
-		"date", "htmlDate", "ago", "unixEpoch")
+		"unixEpoch")
 	add("returns a fixed size, charged", "bcrypt", "htpasswd",
 		"uuidv4", "hello", "getHostByName", "genPrivateKey")
 	add("fixed cost per call, not charged: scrypt (N=32768) allocates 32 MiB and takes about 100 ms; charging it would refuse it under the default budget",

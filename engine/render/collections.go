@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"text/template"
 
@@ -119,17 +120,33 @@ func mapFuncs(h *holder, base template.FuncMap) template.FuncMap {
 			d[key] = value
 			return d, nil
 		},
+		// sprig's keys and values list a map in Go's random order, so a
+		// template that prints them unsorted would print another child at
+		// every render; these list each map in the order of its keys, one
+		// of the orders sprig's can give.
 		"keys": func(dicts ...map[string]any) ([]string, error) {
 			var n int64
 			for _, d := range dicts {
 				n += int64(len(d))
 			}
 			est, what := sized("keys", n, budget.ElemCost)
-			return budget.Bounded(h.meter(), est, what, func() ([]string, error) { return base["keys"].(func(...map[string]any) []string)(dicts...), nil }, nil)
+			return budget.Bounded(h.meter(), est, what, func() ([]string, error) {
+				out := make([]string, 0, n)
+				for _, d := range dicts {
+					out = append(out, slices.Sorted(maps.Keys(d))...)
+				}
+				return out, nil
+			}, nil)
 		},
 		"values": func(d map[string]any) ([]any, error) {
 			est, what := sized("values", int64(len(d)), budget.ElemCost)
-			return budget.Bounded(h.meter(), est, what, func() ([]any, error) { return base["values"].(func(map[string]any) []any)(d), nil }, nil)
+			return budget.Bounded(h.meter(), est, what, func() ([]any, error) {
+				out := make([]any, 0, len(d))
+				for _, k := range slices.Sorted(maps.Keys(d)) {
+					out = append(out, d[k])
+				}
+				return out, nil
+			}, nil)
 		},
 		"pluck": func(key string, dicts ...map[string]any) ([]any, error) {
 			est, what := sized("pluck", int64(len(dicts)), budget.ElemCost)

@@ -19,20 +19,55 @@ const (
 	zoneLoadCost = 64 << 10 // what loading one allocates, about
 )
 
+// sprig's date functions read the machine's clock when given no time; here
+// they read the render's (Input.Now), as now does, and the render records
+// that it called them (Result.Nondeterministic).
 func dateFuncs(h *holder) template.FuncMap {
-	inZone := func(layout string, date any, zone string) (string, error) {
+	inZone := func(name, layout string, date any, zone string) (string, error) {
 		loc, err := h.location(zone)
 		if err != nil {
 			return "", err
 		}
-		return budget.Bounded(h.meter(), 0, func() string { return "dateInZone" },
-			func() (string, error) { return sprigTime(date).In(loc).Format(layout), nil }, strCost)
+		t := h.timeOf(name, date)
+		return budget.Bounded(h.meter(), 0, func() string { return name },
+			func() (string, error) { return t.In(loc).Format(layout), nil }, strCost)
 	}
 	return template.FuncMap{
-		"dateInZone":     inZone,
-		"date_in_zone":   inZone,
-		"htmlDateInZone": func(date any, zone string) (string, error) { return inZone("2006-01-02", date, zone) },
+		"date":     func(layout string, date any) (string, error) { return inZone("date", layout, date, "Local") },
+		"htmlDate": func(date any) (string, error) { return inZone("htmlDate", "2006-01-02", date, "Local") },
+		"dateInZone": func(layout string, date any, zone string) (string, error) {
+			return inZone("dateInZone", layout, date, zone)
+		},
+		"date_in_zone": func(layout string, date any, zone string) (string, error) {
+			return inZone("date_in_zone", layout, date, zone)
+		},
+		"htmlDateInZone": func(date any, zone string) (string, error) { return inZone("htmlDateInZone", "2006-01-02", date, zone) },
+		// How long ago date was, by the render's clock: it changes with
+		// the clock whatever date is.
+		"ago": func(date any) (string, error) {
+			if err := h.meter().Check(); err != nil {
+				return "", err
+			}
+			h.st.calledNondeterministic("ago")
+			t := h.st.now // sprig's ago reads only these three types
+			switch date.(type) {
+			case time.Time, int64, int:
+				t, _ = sprigTime(date, t)
+			}
+			return h.st.now.Sub(t).Round(time.Second).String(), nil
+		},
 	}
+}
+
+// timeOf is the time a date function named name reads from date, the
+// render's clock when date is no time.
+func (h *holder) timeOf(name string, date any) time.Time {
+	t, ok := sprigTime(date, time.Time{})
+	if !ok {
+		h.st.calledNondeterministic(name)
+		return h.st.now
+	}
+	return t
 }
 
 // location is time.LoadLocation(zone), or UTC when zone is not a zone, as
@@ -65,19 +100,19 @@ func (h *holder) location(zone string) (*time.Location, error) {
 }
 
 // sprigTime is the time sprig's date functions read from date: a time, or
-// seconds since the epoch; anything else is the current time.
-func sprigTime(date any) time.Time {
+// seconds since the epoch; else now, and false.
+func sprigTime(date any, now time.Time) (time.Time, bool) {
 	switch d := date.(type) {
 	case time.Time:
-		return d
+		return d, true
 	case *time.Time:
-		return *d
+		return *d, true
 	case int64:
-		return time.Unix(d, 0)
+		return time.Unix(d, 0), true
 	case int:
-		return time.Unix(int64(d), 0)
+		return time.Unix(int64(d), 0), true
 	case int32:
-		return time.Unix(int64(d), 0)
+		return time.Unix(int64(d), 0), true
 	}
-	return time.Now()
+	return now, false
 }

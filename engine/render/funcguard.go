@@ -39,7 +39,7 @@ import (
 // call; a render records which files called them, so that a child that
 // changes on every render can be explained.
 var nondeterministic = map[string]bool{
-	"randAlpha": true, "randAlphaNum": true, "randAscii": true, "randNumeric": true, "randBytes": true,
+	"randAlpha": true, "randAlphaNum": true, "randAscii": true, "randNumeric": true, "randBytes": true, "randInt": true,
 	"uuidv4": true, "shuffle": true, "bcrypt": true, "htpasswd": true, "encryptAES": true,
 	"genPrivateKey": true, "genCA": true, "genCAWithKey": true, "genSelfSignedCert": true,
 	"genSelfSignedCertWithKey": true, "genSignedCert": true, "genSignedCertWithKey": true,

@@ -2,6 +2,7 @@ package render
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,5 +99,48 @@ func TestDurationUntilDefaultsToNow(t *testing.T) {
 	res := renderStatus(t, `{{ requeueAfter (durationUntil (now | dateModify "+1h")) }}`, Input{})
 	if res.RequeueAfter != time.Hour {
 		t.Errorf("RequeueAfter = %v, want exactly 1h: now and durationUntil must share one clock", res.RequeueAfter)
+	}
+}
+
+// TestSameTextEveryRender: sprig's keys and values list a map in Go's
+// random order, and its date functions read the machine's clock; here the
+// first two list in key order and the clock is the render's, so that a
+// template prints the same child at every render of the same input, and
+// the render names the functions that read the clock.
+func TestSameTextEveryRender(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"d": int64(4), "b": int64(2), "a": int64(1), "c": int64(3), "e": int64(5)}}
+	tests := []struct {
+		tmpl   string
+		want   any
+		random string // the functions the render reports
+	}{
+		{`v: {{ keys .Spec | join "," }}`, "a,b,c,d,e", ""},
+		{`v: {{ keys .Spec (dict "z" 1 "y" 2) | join "," }}`, "a,b,c,d,e,y,z", ""},
+		{`v: {{ values .Spec | toJson | quote }}`, "[1,2,3,4,5]", ""},
+		{`v: {{ toYaml (dict "1" 1 "0C2" 2 "001A" 3) | quote }}`, "001A: 3\n0C2: 2\n\"1\": 1", ""},
+		{`v: {{ date "2006-01-02T15:04:05Z07:00" 0 | quote }}`, time.Unix(0, 0).Format(time.RFC3339), ""},
+		{`v: {{ dateInZone "15:04:05.000000" "not a time" "UTC" | quote }}`, fixedNow.UTC().Format("15:04:05.000000"), "dateInZone"},
+		{`v: {{ htmlDate "x" | quote }}`, fixedNow.Format("2006-01-02"), "htmlDate"},
+		{`v: {{ ago (now | dateModify "-90s") | quote }}`, "1m30s", "now,ago"},
+		{`v: {{ ago "x" | quote }}`, "0s", "ago"},
+		{`v: {{ randInt 5 6 }}`, int64(5), "randInt"},
+	}
+	for _, tt := range tests {
+		var first any
+		for i := range 20 { // a map's iteration order changes with each range
+			res := renderStatus(t, tt.tmpl, Input{Object: obj, Now: fixedNow})
+			got := res.Status["v"]
+			if i == 0 {
+				first = got
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("%s: got %#v, want %#v", tt.tmpl, got, tt.want)
+				}
+				if r := strings.Join(res.Nondeterministic["status.yaml"], ","); r != tt.random {
+					t.Errorf("%s: reports %q as nondeterministic, want %q", tt.tmpl, r, tt.random)
+				}
+			} else if !reflect.DeepEqual(got, first) {
+				t.Fatalf("%s: %#v, then %#v", tt.tmpl, first, got)
+			}
+		}
 	}
 }

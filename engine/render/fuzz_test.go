@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +25,14 @@ func FuzzRender(f *testing.F) {
 		{"--- a: 1\n---\n- b\n", "{}"},
 		{`{{ printf "%*.*f" .Spec.w .Spec.p 1.5 }}`, "spec: {w: 5, p: 2}"},
 		{`{{ .Spec | toJson | fromJson | toYaml | nindent 2 }}`, "spec: {a: [1, {b: null}]}"},
+		// The same children from every render: maps' keys in yaml.v2's
+		// order that is none, sprig's keys and values in a map's random
+		// order, a random number.
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: {{ toYaml .Spec | quote }}\n", "spec: {'1': a, 0C2: b, 001A: c}"},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: {{ toYamlPretty .Spec | quote }}\n", "spec: {'1': a, 0C2: b, 001A: c}"},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: {{ keys .Spec | join \",\" | quote }}\n", "spec: {a: 1, b: 2, c: 3, d: 4}"},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: {{ values .Spec | toJson | quote }}\n", "spec: {a: 1, b: 2, c: 3, d: 4}"},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: {{ randInt 0 1000000 | quote }}\n", "{}"},
 	} {
 		f.Add(seed.tmpl, seed.obj)
 	}
@@ -41,10 +51,20 @@ func FuzzRender(f *testing.F) {
 		}
 		b := Budget{Timeout: 100 * time.Millisecond, MaxOutputBytes: 1 << 20, MaxManifests: 50, MaxCalls: 1000}
 		in := Input{Object: o, Budget: b, Now: time.Unix(0, 0)}
-		if res, err := set.Children(t.Context(), in); err == nil {
+		res, err := set.Children(t.Context(), in)
+		if err == nil {
 			for _, m := range res.Manifests {
 				if m.Object.GetKind() == "" || m.Object.GetName() == "" {
 					t.Fatalf("manifest without kind or name: %v", m.Object)
+				}
+			}
+			// A render that calls none of the functions it reports as
+			// nondeterministic prints the same children every time: one
+			// that did not would rewrite them at every reconcile.
+			if len(res.Nondeterministic) == 0 {
+				again, err := set.Children(t.Context(), in)
+				if err == nil && manifestsJSON(t, again) != manifestsJSON(t, res) {
+					t.Fatalf("two renders differ:\n%s\n%s", manifestsJSON(t, res), manifestsJSON(t, again))
 				}
 			}
 		} else if !errors.As(err, new(*Error)) {
@@ -97,4 +117,19 @@ func FuzzManifests(f *testing.F) {
 		}
 		_, _ = decodeStatus(out)
 	})
+}
+
+// manifestsJSON is what a render applies, as text to compare.
+func manifestsJSON(t *testing.T, res *Result) string {
+	t.Helper()
+	var b strings.Builder
+	for _, m := range res.Manifests {
+		j, err := json.Marshal(m.Object.Object)
+		if err != nil {
+			t.Fatalf("a manifest that is no JSON: %v", err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
