@@ -28,7 +28,14 @@ type fakeReviews struct {
 	accessErr,
 	evalErr error // the SubjectAccessReview call fails; its evaluationError
 	tokenReviews, accessReviews int
+	reviewed                    map[string]int // TokenReviews by token
 	lastAccess                  authorizationv1.SubjectAccessReviewSpec
+
+	// gate, when set, holds the TokenReviews of the tokens gated says
+	// until it is closed; entered counts those waiting.
+	gate    chan struct{}
+	gated   func(token string) bool
+	entered int
 }
 
 func (f *fakeReviews) reviews() Reviews {
@@ -45,9 +52,19 @@ type fakeTokens struct{ f *fakeReviews }
 
 func (t fakeTokens) Create(_ context.Context, tr *authenticationv1.TokenReview, _ metav1.CreateOptions) (*authenticationv1.TokenReview, error) {
 	f := t.f
+	if f.gate != nil && f.gated(tr.Spec.Token) {
+		f.mu.Lock()
+		f.entered++
+		f.mu.Unlock()
+		<-f.gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tokenReviews++
+	if f.reviewed == nil {
+		f.reviewed = map[string]int{}
+	}
+	f.reviewed[tr.Spec.Token]++
 	if f.tokenErr != nil {
 		return nil, f.tokenErr
 	}
@@ -227,31 +244,55 @@ func TestGuardCache(t *testing.T) {
 	}
 }
 
-func TestTTLCacheBound(t *testing.T) {
-	c := newTTLCache[int](3)
-	now := time.Now()
-	c.put("old", 0, now.Add(-time.Hour), time.Minute) // expired
+// TestLRUCache: a full cache drops its least recently used entry, not an
+// arbitrary one; an expired entry is not returned but is still known.
+func TestLRUCache(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := newLRUCache[int](3)
 	c.put("a", 1, now, time.Minute)
 	c.put("b", 2, now, time.Minute)
-	c.put("c", 3, now, time.Minute) // full: "old" goes first
-	if _, ok := c.get("old", now); ok {
-		t.Error("an expired entry was returned")
+	c.put("c", 3, now, time.Minute)
+	if _, ok := c.get("a", now); !ok { // a is now the most recently used
+		t.Fatal("a missing")
 	}
-	for _, k := range []string{"a", "b", "c"} {
-		if _, ok := c.get(k, now); !ok {
-			t.Errorf("%s evicted while an expired entry was there", k)
+	c.put("d", 4, now, time.Minute) // drops b, the least recently used
+	for k, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
+		if _, ok := c.get(k, now); ok != want {
+			t.Errorf("get(%s) = %v, want %v", k, ok, want)
 		}
 	}
-	for i := range 10 {
-		c.put(fmt.Sprint("k", i), i, now, time.Minute)
+	// A flood of new keys while a is used after every other one: a stays.
+	if _, ok := c.get("a", now); !ok {
+		t.Fatal("a missing")
 	}
-	if n := len(c.entries); n > 3 {
+	for i := range 100 {
+		c.put(fmt.Sprint("k", i), i, now, time.Minute)
+		if i%2 == 1 {
+			if _, ok := c.get("a", now); !ok {
+				t.Fatalf("a evicted after %d new keys although used every other one", i+1)
+			}
+		}
+	}
+	if n := c.len(); n != 3 {
 		t.Errorf("%d entries, bound 3", n)
 	}
-	if v, ok := c.get("k9", now); !ok || v != 9 {
+	if v, ok := c.get("k99", now); !ok || v != 99 {
 		t.Errorf("the last entry put: %d %v", v, ok)
 	}
-	if _, ok := c.get("k9", now.Add(time.Minute)); ok {
+	// Expired: not returned, still known; put again, fresh.
+	later := now.Add(time.Minute)
+	if _, ok := c.get("k99", later); ok {
 		t.Error("an entry outlived its TTL")
+	}
+	if !c.known("k99") {
+		t.Error("an expired entry is not known")
+	}
+	c.put("k99", 100, later, time.Minute)
+	if v, ok := c.get("k99", later); !ok || v != 100 {
+		t.Errorf("put again: %d %v", v, ok)
+	}
+	c.remove("k99")
+	if c.known("k99") || c.len() != 2 {
+		t.Errorf("removed, yet known %v, %d entries", c.known("k99"), c.len())
 	}
 }

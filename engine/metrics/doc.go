@@ -19,6 +19,12 @@
 //     non-resource URL /metrics: a Guard asks the API server (TokenReview,
 //     then SubjectAccessReview) and caches its answers for a short while,
 //     as kubebuilder's scaffold does with controller-runtime's filters.
+//   - Bound what anyone who reaches the port can make the Guard ask: tokens
+//     without a cached answer are reviewed at a limited rate, a bounded
+//     number at once, once however many requests carry them (429 with
+//     Retry-After beyond, counted); valid and invalid answers are cached
+//     apart, least recently used first out, so that no flood of made-up
+//     tokens drops a scraper's answer or throttles its review.
 //     The probes stay plain HTTP, without authentication, on a port of
 //     their own: the kubelet probes them.
 //

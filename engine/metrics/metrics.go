@@ -262,11 +262,12 @@ func Install() {
 
 // NewRegistry returns a registry of its own (not Prometheus's global one)
 // with the Go and process collectors, the counters of src's kinds, the
-// reconcile and render durations, and client-go's workqueue and REST
-// client metrics. It calls Install.
+// reconcile and render durations, client-go's workqueue and REST
+// client metrics, and what the Guards refused (operator_metrics_auth_*).
+// It calls Install.
 func NewRegistry(src Source) *prometheus.Registry {
 	Install()
-	return newRegistry(src, defaultEngine, defaultWorkqueue, defaultREST)
+	return newRegistry(src, defaultEngine, defaultWorkqueue, defaultREST, defaultAuth)
 }
 
 func newRegistry(src Source, cs ...prometheus.Collector) *prometheus.Registry {
