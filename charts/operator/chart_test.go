@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -149,6 +151,7 @@ leaderElection: {leaseDuration: 20s}`,
 		name: "monitoring",
 		values: `
 metrics:
+  certManager: {enabled: true}
   serviceMonitor: {enabled: true, labels: {release: prometheus}, interval: 30s}
   prometheusRule: {enabled: true, labels: {release: prometheus}}
   dashboard: {enabled: true, namespace: monitoring, annotations: {grafana_folder: Operators}}`,
@@ -165,7 +168,12 @@ metrics:
 				"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"} {
 				wantValue(t, "endpoint "+k, ep[k], v)
 			}
-			wantValue(t, "endpoint tlsConfig", ep["tlsConfig"], map[string]any{"insecureSkipVerify": true})
+			// Verified: the Service's name, the CA of the certificate
+			// cert-manager issues for it.
+			wantValue(t, "endpoint tlsConfig", ep["tlsConfig"], map[string]any{
+				"serverName": "operator-metrics.operator-system.svc", "insecureSkipVerify": false,
+				"ca": map[string]any{"secret": map[string]any{"name": "operator-metrics-cert", "key": "ca.crt"}},
+			})
 
 			pr := get(t, objs, "monitoring.coreos.com/v1", "PrometheusRule", releaseNamespace, "operator")
 			wantField(t, pr, "prometheus", "metadata", "labels", "release")
@@ -183,6 +191,82 @@ metrics:
 			wantField(t, cm, "1", "metadata", "labels", "grafana_dashboard")
 			wantField(t, cm, "Operators", "metadata", "annotations", "grafana_folder")
 			wantField(t, cm, string(dashboard), "data", "operator.json")
+		},
+	}, {
+		name:   "cert-manager: a CA of the release's own",
+		values: `metrics: {certManager: {enabled: true}}`,
+		check: func(t *testing.T, objs objects) {
+			const certManager = "cert-manager.io/v1"
+			selfSigned := get(t, objs, certManager, "Issuer", releaseNamespace, "operator-selfsigned")
+			wantField(t, selfSigned, map[string]any{}, "spec", "selfSigned")
+			ca := get(t, objs, certManager, "Certificate", releaseNamespace, "operator-metrics-ca")
+			wantField(t, ca, true, "spec", "isCA")
+			wantField(t, ca, "operator-metrics-ca", "spec", "secretName")
+			wantField(t, ca, "operator-selfsigned", "spec", "issuerRef", "name")
+			caIssuer := get(t, objs, certManager, "Issuer", releaseNamespace, "operator-metrics-ca")
+			wantField(t, caIssuer, "operator-metrics-ca", "spec", "ca", "secretName")
+			cert := get(t, objs, certManager, "Certificate", releaseNamespace, "operator-metrics")
+			wantField(t, cert, "operator-metrics-cert", "spec", "secretName")
+			wantField(t, cert, []any{"operator-metrics.operator-system.svc", "operator-metrics.operator-system.svc.cluster.local"}, "spec", "dnsNames")
+			wantField(t, cert, map[string]any{"name": "operator-metrics-ca", "kind": "Issuer", "group": "cert-manager.io"}, "spec", "issuerRef")
+			// The Service the certificate names is the metrics Service.
+			get(t, objs, "v1", "Service", releaseNamespace, "operator-metrics")
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")
+			wantArgs(t, container(t, d), []string{"--metrics-cert-dir=/etc/operator/metrics-certs"}, nil)
+			wantField(t, d, "operator-metrics-cert", "spec", "template", "spec", "volumes", "0", "secret", "secretName")
+			noKind(t, objs, "ServiceMonitor")
+		},
+	}, {
+		name: "cert-manager: a ClusterIssuer, into a Secret named",
+		values: `
+metrics:
+  certSecret: metrics-tls
+  certManager: {enabled: true, issuerRef: {name: corp-ca, kind: ClusterIssuer}}
+  serviceMonitor: {enabled: true}`,
+		check: func(t *testing.T, objs objects) {
+			cert := get(t, objs, "cert-manager.io/v1", "Certificate", releaseNamespace, "operator-metrics")
+			wantField(t, cert, "metrics-tls", "spec", "secretName")
+			wantField(t, cert, map[string]any{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}, "spec", "issuerRef")
+			noKind(t, objs, "Issuer")
+			for k := range objs {
+				if k.Kind == "Certificate" && k.Name != "operator-metrics" {
+					t.Errorf("%s rendered with an issuer given", k)
+				}
+			}
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator")
+			wantField(t, d, "metrics-tls", "spec", "template", "spec", "volumes", "0", "secret", "secretName")
+			sm := get(t, objs, "monitoring.coreos.com/v1", "ServiceMonitor", releaseNamespace, "operator")
+			wantField(t, sm, map[string]any{"secret": map[string]any{"name": "metrics-tls", "key": "ca.crt"}}, "spec", "endpoints", "0", "tlsConfig", "ca")
+		},
+	}, {
+		name:   "a certificate Secret of one's own",
+		values: `metrics: {certSecret: metrics-tls, serviceMonitor: {enabled: true}}`,
+		check: func(t *testing.T, objs objects) {
+			noKind(t, objs, "Certificate")
+			sm := get(t, objs, "monitoring.coreos.com/v1", "ServiceMonitor", releaseNamespace, "operator")
+			wantField(t, sm, map[string]any{
+				"serverName": "operator-metrics.operator-system.svc", "insecureSkipVerify": false,
+				"ca": map[string]any{"secret": map[string]any{"name": "metrics-tls", "key": "ca.crt"}},
+			}, "spec", "endpoints", "0", "tlsConfig")
+		},
+	}, {
+		name: "a tlsConfig of one's own is used as is",
+		values: `
+metrics:
+  serviceMonitor:
+    enabled: true
+    tlsConfig: {serverName: metrics.example.com, ca: {configMap: {name: corp-ca, key: ca.crt}}}`,
+		check: func(t *testing.T, objs objects) {
+			sm := get(t, objs, "monitoring.coreos.com/v1", "ServiceMonitor", releaseNamespace, "operator")
+			wantField(t, sm, map[string]any{"serverName": "metrics.example.com", "ca": map[string]any{"configMap": map[string]any{"name": "corp-ca", "key": "ca.crt"}}},
+				"spec", "endpoints", "0", "tlsConfig")
+		},
+	}, {
+		name:   "no verification, knowingly",
+		values: `metrics: {serviceMonitor: {enabled: true, tlsConfig: {insecureSkipVerify: true}}}`,
+		check: func(t *testing.T, objs objects) {
+			sm := get(t, objs, "monitoring.coreos.com/v1", "ServiceMonitor", releaseNamespace, "operator")
+			wantField(t, sm, map[string]any{"insecureSkipVerify": true}, "spec", "endpoints", "0", "tlsConfig")
 		},
 	}, {
 		name:   "no monitoring by default",
@@ -299,6 +383,12 @@ func TestValuesRefused(t *testing.T) {
 		{"sharding not a boolean", `sharding: {enabled: "yes"}`, []string{"/sharding/enabled", "want boolean"}},
 		{"a budget that allows no eviction", `podDisruptionBudget: {maxUnavailable: 0}`, []string{"/podDisruptionBudget/maxUnavailable"}},
 		{"no account to run as", `serviceAccount: {create: false}`, []string{"serviceAccount.name"}},
+		// Prometheus could not verify the self-signed certificate made at
+		// start, and would send its token to whoever answers.
+		{"a ServiceMonitor that cannot verify the operator", `metrics: {serviceMonitor: {enabled: true}}`,
+			[]string{"metrics.serviceMonitor", "metrics.certManager.enabled", "metrics.certSecret", "insecureSkipVerify"}},
+		{"an issuer of an unknown kind", `metrics: {certManager: {enabled: true, issuerRef: {name: ca, kind: Vault}}}`,
+			[]string{"/metrics/certManager/issuerRef/kind"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,5 +412,42 @@ func noKind(t *testing.T, objs objects, kind string) {
 		if k.Kind == kind {
 			t.Errorf("%s rendered", k)
 		}
+	}
+}
+
+// TestNotesWarnUnverified: NOTES.txt warns while the ServiceMonitor sends
+// Prometheus' token without verifying the operator's certificate, and only
+// then.
+func TestNotesWarnUnverified(t *testing.T) {
+	tests := []struct {
+		name, values string
+		warn         bool
+	}{
+		{"defaults", ``, false},
+		{"verified with cert-manager", `metrics: {certManager: {enabled: true}, serviceMonitor: {enabled: true}}`, false},
+		{"insecureSkipVerify", `metrics: {serviceMonitor: {enabled: true, tlsConfig: {insecureSkipVerify: true}}}`, true},
+		{"insecureSkipVerify, no ServiceMonitor", `metrics: {serviceMonitor: {tlsConfig: {insecureSkipVerify: true}}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := loadChart(t)
+			vals, err := chartutil.ToRenderValues(ch, parseValues(t, tt.values), chartutil.ReleaseOptions{
+				Name: releaseName, Namespace: releaseNamespace, Revision: 1, IsInstall: true,
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := engine.Render(ch, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes, ok := files["operator/templates/NOTES.txt"]
+			if !ok {
+				t.Fatalf("no NOTES.txt in %d files", len(files))
+			}
+			if got := strings.Contains(notes, "WARNING: the ServiceMonitor skips the verification"); got != tt.warn {
+				t.Errorf("warning in NOTES.txt: %v, want %v:\n%s", got, tt.warn, notes)
+			}
+		})
 	}
 }

@@ -63,9 +63,27 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 {{- ternary "https" "http" .Values.metrics.secure -}}
 {{- end -}}
 
-{{/* Where metrics.certSecret is mounted. */}}
+{{/* Where the metrics' certificate Secret is mounted. */}}
 {{- define "operator.metricsCertDir" -}}
 /etc/operator/metrics-certs
+{{- end -}}
+
+{{/*
+The Secret of the metrics' certificate, served with --metrics-cert-dir:
+metrics.certSecret, else cert-manager's <full name>-metrics-cert with
+metrics.certManager; empty: the self-signed certificate made at start.
+*/}}
+{{- define "operator.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret -}}
+{{- .Values.metrics.certSecret -}}
+{{- else if .Values.metrics.certManager.enabled -}}
+{{- printf "%s-metrics-cert" (include "operator.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The metrics Service's name in the cluster's DNS: what its certificate is for. */}}
+{{- define "operator.metricsServerName" -}}
+{{- printf "%s-metrics.%s.svc" (include "operator.fullname" .) .Release.Namespace -}}
 {{- end -}}
 
 {{/*
