@@ -251,3 +251,84 @@ func TestCertWatchStops(t *testing.T) {
 		t.Fatal("the watch did not stop")
 	}
 }
+
+// TestCertDirVerified: the Secret charts/operator has cert-manager write
+// (metrics.certManager: a leaf for the metrics Service's name, signed by a
+// CA of the release's own, its key in SEC1 PEM, the CA in ca.crt) is
+// served from --metrics-cert-dir such that the ServiceMonitor's tlsConfig
+// (serverName and ca.crt) verifies it; another CA or another name does
+// not, which is what keeps Prometheus' token from an impostor.
+func TestCertDirVerified(t *testing.T) {
+	const serverName = "operator-metrics.operator-system.svc"
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	newCA := func(name string) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
+		key := newKey()
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	}
+	ca, caKey, caPEM := newCA("operator-metrics-ca")
+	_, _, otherCAPEM := newCA("someone else")
+	key := newKey()
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(2), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{serverName, serverName + ".cluster.local"},
+	}, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec1, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{
+		CertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: sec1}),
+		"ca.crt": caPEM,
+	})
+	s := serve(t, secureOptions(t, newFakeReviews(), dir))
+
+	for _, tc := range []struct {
+		name, serverName string
+		ca               []byte
+		wantErr          string
+	}{
+		{"the ServiceMonitor's tlsConfig", serverName, caPEM, ""},
+		{"another CA", serverName, otherCAPEM, "certificate signed by unknown authority"},
+		{"another name", "impostor.operator-system.svc", caPEM, "not impostor.operator-system.svc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(tc.ca)
+			conn, err := tls.Dial("tcp", s.MetricsAddr.String(), &tls.Config{RootCAs: roots, ServerName: tc.serverName})
+			if err == nil {
+				conn.Close()
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("TLS with serverName %s: %v", tc.serverName, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("TLS with serverName %s: %v, want an error with %q", tc.serverName, err, tc.wantErr)
+			}
+		})
+	}
+}
