@@ -5,5 +5,6 @@
 // that `operator rbac` generated, exactly as in a Pod. Its kind folders
 // come from ConfigMaps (deploy/examples), two replicas elect a leader, and
 // the metrics are read over HTTPS with a token (anonymous, unauthorized and
-// authorized scrapes), the probes over plain HTTP.
+// authorized scrapes, and a flood of random tokens counted in TokenReviews
+// at kube-apiserver), the probes over plain HTTP.
 package incluster
