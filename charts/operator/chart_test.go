@@ -320,11 +320,26 @@ metrics: {secure: false, certSecret: metrics-tls, port: 8080, serviceMonitor: {e
 			get(t, objs, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "ops-operator-metrics-reader")
 			get(t, objs, "v1", "Service", releaseNamespace, "ops-operator-metrics")
 			role := get(t, objs, "rbac.authorization.k8s.io/v1", "Role", releaseNamespace, "ops-operator")
-			wantField(t, role, []any{"tmplop-inventory"}, "rules", "1", "resourceNames")
-			wantField(t, role, []any{"ops-operator-kinds"}, "rules", "2", "resourceNames")
+			wantValue(t, "the Role's patch, by name", ruleNames(t, role, "patch"), []any{"tmplop-inventory"})
+			// Each shipped kind's own account, renamed as its role is (the
+			// operator finds it by its annotation), and the default one.
+			wantValue(t, "the Role's impersonate, by name", ruleNames(t, role, "impersonate"), []any{
+				"ops-operator-kind-appservice", "ops-operator-kind-at", "ops-operator-kind-helloworld", "ops-operator-kind-memcached",
+				"ops-operator-kind-migratedapp", "ops-operator-kind-mydaemonset", "ops-operator-kind-webapp", "ops-operator-kinds"})
+			sa := get(t, objs, "v1", "ServiceAccount", releaseNamespace, "ops-operator-kind-memcached")
+			wantField(t, sa, "Memcached.cache.example.com", "metadata", "annotations", "operator.tmplop.io/serves")
 			crb := get(t, objs, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "ops-operator-kind-memcached")
 			wantField(t, crb, "ops-operator-kind-memcached", "roleRef", "name")
-			wantField(t, crb, "ops-operator-kinds", "subjects", "0", "name")
+			wantField(t, crb, "ops-operator-kind-memcached", "subjects", "0", "name")
+			// The default account: rendered, and bound to nothing.
+			for k, o := range objs {
+				subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+				for _, s := range subjects {
+					if s.(map[string]any)["name"] == "ops-operator-kinds" {
+						t.Errorf("%s binds the default account ops-operator-kinds: every folder added later would have its rights", k)
+					}
+				}
+			}
 			// The kind folders keep their names: the operator finds them by label.
 			get(t, objs, "v1", "ConfigMap", releaseNamespace, "memcached")
 		},
@@ -363,6 +378,20 @@ metrics: {secure: false, certSecret: metrics-tls, port: 8080, serviceMonitor: {e
 			tt.check(t, mustRender(t, release, parseValues(t, tt.values)))
 		})
 	}
+}
+
+// ruleNames are the resourceNames of role's first rule by name that has verb.
+func ruleNames(t *testing.T, role *unstructured.Unstructured, verb string) any {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		names, named := r.(map[string]any)["resourceNames"]
+		if verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs"); named && slices.Contains(verbs, verb) {
+			return names
+		}
+	}
+	t.Fatalf("%s: no rule of verb %s", role.GetName(), verb)
+	return nil
 }
 
 // TestValuesRefused: the schema refuses a value of the wrong type or an

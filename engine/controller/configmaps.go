@@ -46,6 +46,9 @@ const (
 	// ReasonIdentityRefused: the folder's ServiceAccount does not agree to
 	// serve its kind (AnnotationServes).
 	ReasonIdentityRefused = "IdentityRefused"
+	// ReasonKindForbidden: the kind's ServiceAccount may not list and
+	// watch the kind (AccessError); the kind is not served.
+	ReasonKindForbidden = "KindForbidden"
 )
 
 // configMapSource is the Kind.Dir of a ConfigMap's folder.
@@ -182,6 +185,7 @@ func (c *ConfigMapFolders) Reported(source string, gk schema.GroupKind, err erro
 		}
 		var conflict *KindConflictError
 		var agreement *AgreementError
+		var access *AccessError
 		switch {
 		case err == nil:
 			c.recorder.Eventf(cm, corev1.EventTypeNormal, ReasonKindStarted, "Serving kind %s", gk)
@@ -190,6 +194,8 @@ func (c *ConfigMapFolders) Reported(source string, gk schema.GroupKind, err erro
 				"Kind folder %s refused: kind %s is already served by %s, which keeps serving it", source, conflict.Kind, conflict.ServedBy)
 		case errors.As(err, &agreement):
 			c.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonIdentityRefused, "Kind folder refused: %v", err)
+		case errors.As(err, &access):
+			c.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonKindForbidden, "Kind folder refused, nothing of it runs: %v", err)
 		case gk.Empty():
 			c.recorder.Eventf(cm, corev1.EventTypeWarning, ReasonKindFolderInvalid, "Kind folder not loaded: %v", err)
 		default:

@@ -49,7 +49,10 @@
 //   - Load kind folders from a directory and from ConfigMaps, one folder
 //     per kind: a kind once served is never taken by another folder
 //     (KindConflictError). Give each kind its identity: the ServiceAccount
-//     its folder names, if that account agrees (AnnotationServes), else the
-//     default one; and its bounds (no child or lookup in the operator's own
+//     its folder names, if that account agrees (AnnotationServes), else,
+//     under a default account, the one account that agrees to serve the
+//     kind, else the default one; start a kind only if its account may
+//     list and watch it (AccessError, asked of the API server as the
+//     account); and its bounds (no child or lookup in the operator's own
 //     namespaces, nor outside --namespace), which no folder can widen.
 package controller

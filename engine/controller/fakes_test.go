@@ -39,13 +39,19 @@ type fakeCluster struct {
 }
 
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
+	return newFakeClusterWith(t, kube.Clients{Core: fake.NewClientset().CoreV1()}, objs...)
+}
+
+// newFakeClusterWith is newFakeCluster with the core group and the
+// authorizer of cs (its Dynamic and Mapper are the fake cluster's).
+func newFakeClusterWith(t *testing.T, cs kube.Clients, objs ...runtime.Object) *fakeCluster {
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, widgetGVK.GroupVersion()})
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
 	mapper.Add(widgetGVK, meta.RESTScopeNamespace)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		configMapsGVR: "ConfigMapList", widgetGVR: "WidgetList"}, objs...)
 	f := &fakeCluster{t: t, dyn: dyn, rv: 100,
-		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: fake.NewClientset().CoreV1()}, "op")}
+		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: cs.Core, Authorization: cs.Authorization}, "op")}
 	dyn.PrependReactor("patch", "*", f.apply)
 	return f
 }

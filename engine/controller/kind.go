@@ -27,17 +27,22 @@ import (
 
 // kindController serves one kind: informer -> queue -> workers.
 type kindController struct {
-	children     *childWatches
-	kind         *catalog.Kind
-	client       *kube.Client
-	namespace    string
-	watches      *watchSet
-	lookups      *lookupWatches
-	leading      <-chan struct{} // closed once this replica may write
-	reconciler   *reconcile.Reconciler
-	stats        *reconcile.Stats
-	minRequeue   time.Duration
-	drainTimeout time.Duration
+	children *childWatches
+	kind     *catalog.Kind
+	// identity is who the kind's calls are made as (client's), and
+	// accessChecked whether the API server said it may watch the kind
+	// (false while the kind was not served: asked again at each sync).
+	identity      identity
+	accessChecked bool
+	client        *kube.Client
+	namespace     string
+	watches       *watchSet
+	lookups       *lookupWatches
+	leading       <-chan struct{} // closed once this replica may write
+	reconciler    *reconcile.Reconciler
+	stats         *reconcile.Stats
+	minRequeue    time.Duration
+	drainTimeout  time.Duration
 	// sharding is the ring this replica is a shard of; nil: not sharded.
 	sharding *Sharding
 	shards   shardState

@@ -45,14 +45,18 @@ type Options struct {
 	Recorder record.EventRecorder
 	// NewClient returns the client a kind's cluster calls go through; nil:
 	// a client impersonating the kind's ServiceAccount of StateNamespace
-	// (kind.yaml serviceAccountName, else DefaultServiceAccount), or the
-	// Manager's own client when there is neither.
+	// (kind.yaml serviceAccountName; else, under DefaultServiceAccount, the
+	// account that agrees to serve the kind, or DefaultServiceAccount), or
+	// the Manager's own client when there is none.
 	NewClient func(k *catalog.Kind) (*kube.Client, error)
 	// DefaultServiceAccount is the ServiceAccount of StateNamespace that
-	// every kind without a serviceAccountName of its own impersonates, so
-	// that a kind folder (which anyone who may write a labelled ConfigMap
-	// can add) never runs with the operator's own rights. "": such kinds
-	// run as the operator.
+	// every kind without an account of its own impersonates, so that a kind
+	// folder (which anyone who may write a labelled ConfigMap can add)
+	// never runs with the operator's own rights. A kind's own account is
+	// the one its folder names, else the one account of StateNamespace
+	// that lists the kind in AnnotationServes: the installer's choice,
+	// which keeps the default account free of any kind's rights. "": such
+	// kinds run as the operator.
 	DefaultServiceAccount string
 	// Budget is every render's budget, unless kind.yaml overrides it.
 	Budget render.Budget
@@ -222,18 +226,31 @@ func (m *Manager) Leading() bool {
 	}
 }
 
-// Start starts serving kind k; it returns at once. A kind already running
-// under the same group and kind is replaced (its folder changed).
+// Start starts serving kind k as its identity (see agreements.identity);
+// it returns at once. A kind already running under the same group and kind
+// is replaced (its folder changed). SyncFolders also checks, before it
+// starts a kind, that the kind's account may watch it.
 func (m *Manager) Start(k *catalog.Kind) error {
-	client, err := m.clientFor(k)
+	id, err := m.agreements().identity(m.ctx, k)
+	if err != nil {
+		return err
+	}
+	client, err := m.clientAs(k, id)
 	if err != nil {
 		return fmt.Errorf("client for kind %s: %w", k.GVK.Kind, err)
 	}
+	m.start(k, id, client, false)
+	return nil
+}
+
+// start starts serving kind k as id through client; checked says whether
+// checkAccess has answered for it.
+func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, checked bool) {
 	gk := k.GVK.GroupKind()
 	m.stop(gk, false) // a restart keeps the children's watches the kind holds
 	ctx, cancel := context.WithCancel(withKind(m.ctx, gk))
 	kc := &kindController{
-		kind: k, client: client, cancel: cancel, done: make(chan struct{}),
+		kind: k, identity: id, accessChecked: checked, client: client, cancel: cancel, done: make(chan struct{}),
 		namespace: m.opts.Namespace, watches: m.watches, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
 		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children,
@@ -256,7 +273,6 @@ func (m *Manager) Start(k *catalog.Kind) error {
 		defer m.wg.Done()
 		kc.run(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("kind", k.GVK.Kind, "folder", k.Name)))
 	}()
-	return nil
 }
 
 // cluster is what a chart kind's templates see as .Capabilities, read

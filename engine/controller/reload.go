@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
 )
 
 // Folders is a source of kind folders: a directory, or the ConfigMaps of
@@ -53,15 +54,20 @@ func (m *Manager) Sync(ctx context.Context, root string) error { return m.SyncFo
 // newcomer that took over would restart the kind with its own templates,
 // and its render would prune the children of the first folder's objects.
 // Among new folders, the first source's wins, then the oldest ConfigMap.
+//
+// Each kind runs as its identity (agreements.identity), chosen again at
+// every sync: a kind whose identity changed restarts as the new one. A
+// kind whose account may not list and watch it is not served
+// (AccessError).
 func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
-	r := &syncRound{m: m, log: klog.FromContext(ctx), running: map[schema.GroupKind]*catalog.Kind{},
-		keep: map[schema.GroupKind]bool{}, withdrawn: map[schema.GroupKind]bool{}}
+	r := &syncRound{m: m, log: klog.FromContext(ctx), running: map[schema.GroupKind]*kindController{},
+		keep: map[schema.GroupKind]bool{}, stopWhy: map[schema.GroupKind]string{}}
 	byDir := map[string]schema.GroupKind{}
 	m.mu.Lock()
 	for gk, kc := range m.kinds {
-		r.running[gk] = kc.kind
+		r.running[gk] = kc
 		byDir[kc.kind.Dir] = gk
 	}
 	m.mu.Unlock()
@@ -86,10 +92,12 @@ type syncRound struct {
 	m       *Manager
 	log     klog.Logger
 	folders *folders
-	running map[schema.GroupKind]*catalog.Kind
-	// keep are the running kinds that a folder still serves; withdrawn,
-	// those whose ServiceAccount no longer agrees.
-	keep, withdrawn map[schema.GroupKind]bool
+	running map[schema.GroupKind]*kindController
+	// keep are the running kinds that a folder still serves; stopWhy, those
+	// that stop although their folder is there (its ServiceAccount no
+	// longer agrees, or may not watch the kind), with the log's message.
+	keep    map[schema.GroupKind]bool
+	stopWhy map[schema.GroupKind]string
 }
 
 // report tells the folder's source how it loaded (see loadReporter); a
@@ -127,60 +135,101 @@ func (r *syncRound) skipped(byDir map[string]schema.GroupKind) {
 	}
 }
 
-// serve starts kind k, or restarts it when its folder changed, if its
-// ServiceAccount agrees and its CRD installs.
+// stopping marks running kind gk to stop at the end of the round, why.
+func (r *syncRound) stopping(gk schema.GroupKind, why string) {
+	r.keep[gk], r.stopWhy[gk] = false, why
+}
+
+// serve starts kind k, or restarts it when its folder or its identity
+// changed, if its ServiceAccount agrees, may watch the kind, and its CRD
+// installs.
 func (r *syncRound) serve(ctx context.Context, k *catalog.Kind, agreed *agreements) {
 	m := r.m
 	gk := k.GVK.GroupKind()
 	r.keep[gk] = true
 	cur := r.running[gk]
-	if err := agreed.check(ctx, k); err != nil {
+	servedGK := func() schema.GroupKind {
+		if cur == nil {
+			return schema.GroupKind{}
+		}
+		return gk
+	}
+	id, err := agreed.identity(ctx, k)
+	if err != nil {
 		// A withdrawn agreement ends the running version too, when it
-		// runs as the same account; a new account that does not agree
-		// leaves the last good version serving.
-		if cur != nil && sameAccount(cur, k) {
-			r.keep[gk], r.withdrawn[gk] = false, true
+		// runs as the account the folder names; a new account that does
+		// not agree, or one that cannot be chosen now, leaves the last
+		// good version serving.
+		if sa := k.Spec.ServiceAccountName; cur != nil && sa != "" && cur.identity.account == sa {
+			r.stopping(gk, "Kind's ServiceAccount no longer agrees: stopping the kind")
 			cur = nil
 		}
-		if cur == nil {
-			gk = schema.GroupKind{}
-		}
-		r.failed(k.Dir, gk, err, "Kind folder refused: its ServiceAccount does not agree", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
+		r.failed(k.Dir, servedGK(), err, "Kind folder refused: its ServiceAccount does not agree", "kind", gk.String(), "lastGoodVersionServed", cur != nil)
 		return
 	}
-	if cur != nil && cur.Fingerprint == k.Fingerprint {
+	same := cur != nil && cur.kind.Fingerprint == k.Fingerprint && cur.identity == id
+	if same && cur.accessChecked {
 		delete(m.reported, k.Dir)
 		return
 	}
-	if m.opts.InstallCRD != nil && m.Leading() {
+	if !same && m.opts.InstallCRD != nil && m.Leading() {
 		if err := m.opts.InstallCRD(ctx, k); err != nil {
-			if cur == nil {
-				gk = schema.GroupKind{}
-			}
-			r.failed(k.Dir, gk, err, "Kind folder skipped: its CRD was not installed", "kind", k.GVK.GroupKind().String(), "lastGoodVersionServed", cur != nil)
+			r.failed(k.Dir, servedGK(), err, "Kind folder skipped: its CRD was not installed", "kind", gk.String(), "lastGoodVersionServed", cur != nil)
 			return
 		}
 	}
+	var client *kube.Client
+	if same {
+		client = cur.client
+	} else if client, err = m.clientAs(k, id); err != nil {
+		r.failed(k.Dir, servedGK(), fmt.Errorf("client for kind %s: %w", gk, err), "Kind not started", "kind", gk.String())
+		return
+	}
+	checked, err := m.checkAccess(ctx, k, id, client)
+	var denied *AccessError
+	switch {
+	case errors.As(err, &denied):
+		// Whatever runs of the kind runs as an account that may not watch
+		// it either (or as one the installer no longer chooses).
+		if cur != nil {
+			r.stopping(gk, "Kind's ServiceAccount may not watch the kind: stopping the kind")
+		}
+		r.failed(k.Dir, schema.GroupKind{}, err, "Kind folder refused: its ServiceAccount may not watch the kind",
+			"kind", gk.String(), "serviceAccount", id.account, "chosenBy", id.how)
+		return
+	case err != nil:
+		r.log.Error(err, "Could not ask whether the kind's ServiceAccount may watch the kind; serving it: RBAC decides every call", "kind", gk.String())
+	}
 	delete(m.reported, k.Dir)
-	if cur != nil {
-		r.log.Info("Kind folder changed: restarting the kind", "folder", k.Dir, "kind", gk.String())
-	} else {
-		r.log.Info("Kind folder loaded: starting the kind", "folder", k.Dir, "kind", gk.String())
+	if same {
+		m.mu.Lock()
+		cur.accessChecked = checked
+		m.mu.Unlock()
+		return
 	}
-	err := m.Start(k)
-	if err != nil {
-		r.log.Error(err, "Kind not started", "folder", k.Dir)
+	kv := []any{"folder", k.Dir, "kind", gk.String(), "identity", id.how}
+	if id.impersonates() {
+		kv = append(kv, "serviceAccount", id.account)
 	}
-	r.report(k.Dir, gk, err)
+	switch {
+	case cur == nil:
+		r.log.Info("Kind folder loaded: starting the kind", kv...)
+	case cur.identity != id:
+		r.log.Info("Kind's identity changed: restarting the kind", append(kv, "previousServiceAccount", cur.identity.account)...)
+	default:
+		r.log.Info("Kind folder changed: restarting the kind", kv...)
+	}
+	m.start(k, id, client, checked)
+	r.report(k.Dir, gk, nil)
 }
 
 // stopGone stops the running kinds that no folder serves any more, and
-// those whose agreement was withdrawn.
+// those stopping for another reason (stopWhy).
 func (r *syncRound) stopGone() {
 	for gk := range r.running {
-		switch {
-		case r.withdrawn[gk]:
-			r.log.Info("Kind's ServiceAccount no longer agrees: stopping the kind", "kind", gk.String())
+		switch why := r.stopWhy[gk]; {
+		case why != "":
+			r.log.Info(why, "kind", gk.String())
 		case !r.keep[gk]:
 			r.log.Info("Kind folder removed: stopping the kind", "kind", gk.String())
 		default:
@@ -188,11 +237,6 @@ func (r *syncRound) stopGone() {
 		}
 		r.m.Stop(gk)
 	}
-}
-
-// sameAccount reports whether a and b run as the same ServiceAccount.
-func sameAccount(a, b *catalog.Kind) bool {
-	return a.Spec.ServiceAccountName == b.Spec.ServiceAccountName
 }
 
 // KindConflictError is a folder for a kind that another folder serves.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -49,6 +50,9 @@ type Client struct {
 	// core is the core group's typed client (ConfigMaps, ServiceAccounts,
 	// Events): one group, never the whole clientset (see Core).
 	core typedcorev1.CoreV1Interface
+	// authorization asks the authorizer about the client's own identity
+	// (Allowed); nil for a Client of fakes made without one.
+	authorization authorizationv1client.SelfSubjectAccessReviewsGetter
 	// config is what Impersonating copies; nil for a Client of fakes.
 	config       *rest.Config
 	fieldManager string
@@ -106,6 +110,9 @@ func (c *Client) connect(cfg *rest.Config, httpClient *http.Client) error {
 	if c.core, err = typedcorev1.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return fmt.Errorf("core client: %w", err)
 	}
+	if c.authorization, err = authorizationv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return fmt.Errorf("authorization client: %w", err)
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
@@ -160,6 +167,8 @@ type Clients struct {
 	Metadata metadata.Interface
 	// Core is the core group's typed client; nil when the test needs none.
 	Core typedcorev1.CoreV1Interface
+	// Authorization answers Allowed; nil: every request is allowed.
+	Authorization authorizationv1client.SelfSubjectAccessReviewsGetter
 }
 
 // NewForClients returns a Client over fakes. Its informers list and watch
@@ -169,7 +178,7 @@ func NewForClients(cs Clients, fieldManager string) *Client {
 	if !ok && cs.Mapper != nil {
 		mapper = neverReset{cs.Mapper}
 	}
-	return &Client{dynamic: cs.Dynamic, metadata: cs.Metadata, mapper: mapper, core: cs.Core, fieldManager: fieldManager}
+	return &Client{dynamic: cs.Dynamic, metadata: cs.Metadata, mapper: mapper, core: cs.Core, authorization: cs.Authorization, fieldManager: fieldManager}
 }
 
 type neverReset struct{ meta.RESTMapper }
@@ -181,7 +190,7 @@ func (neverReset) Reset() {}
 // Client of fakes shares its fakes and only takes the identity.
 func (c *Client) Impersonating(user string) (*Client, error) {
 	if c.config == nil {
-		return &Client{dynamic: c.dynamic, metadata: c.metadata, mapper: c.mapper, core: c.core,
+		return &Client{dynamic: c.dynamic, metadata: c.metadata, mapper: c.mapper, core: c.core, authorization: c.authorization,
 			fieldManager: c.fieldManager, identity: user}, nil
 	}
 	cfg := rest.CopyConfig(c.config)

@@ -18,7 +18,9 @@
 //   - List and watch for the informers: whole objects compact
 //     (engine/cached), or their metadata only.
 //   - Hold the typed client of the core group only, never the whole
-//     clientset (see Client.Core).
+//     clientset (see Client.Core), and the authorization group's
+//     SelfSubjectAccessReviews: whether the client's own identity may make
+//     a request (Allowed), asked before a kind starts.
 //   - Be made of fakes for unit tests (NewForClients): a fake dynamic
 //     client serves the informers too.
 //   - Offline, tell the scope of well-known kinds without a cluster, for

@@ -20,7 +20,11 @@
 // its kind as that ServiceAccount: its rules go to a ClusterRole of its own
 // bound to that account, the operator gets impersonate on that account
 // alone, and keeps only the reads of the kind's children, whose watches are
-// shared by every kind and run as the operator.
+// shared by every kind and run as the operator. Under a default account
+// (run --default-service-account) every other folder gets an account of
+// its own the same way (KindAccount, annotated to serve its kind, which is
+// how run finds it), and the default account gets none of any folder's
+// rules: a folder added later runs as it and can do nothing.
 //
 // Child kinds are found statically (discover.go): every path through the
 // template (both branches of if and with, a range body any number of times,

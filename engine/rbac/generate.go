@@ -43,11 +43,14 @@ type Options struct {
 	Namespace string
 	// ServiceAccount is the operator's ServiceAccount.
 	ServiceAccount string
-	// DefaultServiceAccount is the account that every kind without a
-	// serviceAccountName of its own runs as (run
-	// --default-service-account): its rules go to roles of that account,
-	// and the operator keeps only its watches of children, Events and
-	// its records. "": such kinds run as the operator.
+	// DefaultServiceAccount is run --default-service-account: the account
+	// of every kind that no account agrees to serve. It gets no right at
+	// all: each folder without a serviceAccountName gets an account of its
+	// own instead (KindAccount), which agrees to serve the folder's kind
+	// and holds exactly its rules, so that a folder added later, which
+	// runs as the default, can do nothing until it is given one. The
+	// operator keeps only its watches of children, Events and its
+	// records. "": such kinds run as the operator.
 	DefaultServiceAccount string
 	// FieldManager is the operator's run --field-manager, which names its
 	// inventory ConfigMap; "": DefaultFieldManager.
@@ -173,12 +176,9 @@ func Generate(o Options) ([]byte, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if sa := k.Spec.ServiceAccountName; sa == o.ServiceAccount {
-			errs = append(errs, fmt.Errorf("%s: serviceAccountName %q is the operator's own ServiceAccount: a kind's identity must be an account of its own",
-				k.Dir+"/kind.yaml", sa))
-		}
 		folders = append(folders, f)
 	}
+	errs = append(errs, checkAccounts(o, folders)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -188,6 +188,47 @@ func Generate(o Options) ([]byte, error) {
 	}
 	res.Warn = o.Warn
 	return Objects(o, folders, res).YAML()
+}
+
+// KindAccount is the ServiceAccount generated for folder f under a
+// default account when its kind.yaml names none: <name>-kind-<folder>, the
+// name of its role.
+func (o Options) KindAccount(f *Folder) string {
+	o.defaults()
+	return o.Name + "-kind-" + f.Kind.Name
+}
+
+// checkAccounts refuses the accounts that would give one kind's rights to
+// another: a folder that names the operator's own account or the default
+// one (which every kind without an account of its own runs as), and a
+// generated account that is not a valid name or that another folder names.
+func checkAccounts(o Options, folders []*Folder) []error {
+	named := map[string]string{} // account -> a folder that names it
+	for _, f := range folders {
+		if sa := f.Kind.Spec.ServiceAccountName; sa != "" {
+			named[sa] = f.Path()
+		}
+	}
+	var errs []error
+	for _, f := range folders {
+		kindYAML := f.Path() + "/kind.yaml"
+		switch sa := f.Kind.Spec.ServiceAccountName; {
+		case sa == o.ServiceAccount:
+			errs = append(errs, fmt.Errorf("%s: serviceAccountName %q is the operator's own ServiceAccount: a kind's identity must be an account of its own", kindYAML, sa))
+		case sa != "" && sa == o.DefaultServiceAccount:
+			errs = append(errs, fmt.Errorf("%s: serviceAccountName %q is --default-service-account, the account of every kind that has none of its own: it holds no right; name an account of this kind's own, or none (operator rbac generates one)", kindYAML, sa))
+		case sa == "" && o.DefaultServiceAccount != "":
+			gen := o.KindAccount(f)
+			if verrs := validation.IsDNS1123Subdomain(gen); len(verrs) > 0 {
+				errs = append(errs, fmt.Errorf("%s: the folder's name makes no ServiceAccount name (%q: %s); name one in kind.yaml serviceAccountName", f.Path(), gen, strings.Join(verrs, "; ")))
+			} else if other, ok := named[gen]; ok {
+				errs = append(errs, fmt.Errorf("%s: the account generated for this folder, %q, is the serviceAccountName of %s: one kind would have the other's rights; rename one", f.Path(), gen, other))
+			} else if gen == o.ServiceAccount || gen == o.DefaultServiceAccount {
+				errs = append(errs, fmt.Errorf("%s: the account generated for this folder, %q, is the operator's or the default one; rename the folder or --name", f.Path(), gen))
+			}
+		}
+	}
+	return errs
 }
 
 // Object is one generated object and the comment lines before it.
@@ -214,11 +255,13 @@ type Stream struct {
 //     its Lease, and impersonate on exactly the kinds' ServiceAccounts (get
 //     too on those that folders name, to read their agreement);
 //   - the inventory ConfigMap, so that the Role needs no create;
-//   - for each folder with serviceAccountName X, or for every other folder
-//     with o.DefaultServiceAccount X: the ServiceAccount X (annotated with
-//     the kinds it agrees to serve when folders name it), and ClusterRole
-//     and ClusterRoleBinding <name>-kind-<folder> for X with what the kind
-//     does.
+//   - for each folder with serviceAccountName X, or, under
+//     o.DefaultServiceAccount, for every other folder with its own account
+//     X = <name>-kind-<folder>: the ServiceAccount X, annotated with the
+//     kinds it agrees to serve, and ClusterRole and ClusterRoleBinding
+//     <name>-kind-<folder> for X with what the kind does;
+//   - the default account itself, with no role: a kind that no account
+//     agrees to serve can do nothing.
 func Objects(o Options, folders []*Folder, res *Resources) *Stream {
 	o.defaults()
 	sort.Slice(folders, func(i, j int) bool { return folders[i].Kind.Name < folders[j].Kind.Name })
@@ -246,13 +289,15 @@ type rbacPlan struct {
 	identities   []identity
 	accounts     map[string][]*Folder // ServiceAccount -> its folders
 	named        map[string][]string  // ServiceAccount -> the kinds whose folders name it
+	generated    map[string]bool      // ServiceAccounts made for a folder (KindAccount)
 	inventory    string
 }
 
 // plan works out the operator's grants and each identity's.
 func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 	inventoryName, _ := inventory.Name(o.FieldManager) // checked by Generate
-	p := &rbacPlan{cluster: newGrants(), own: newGrants(), accounts: map[string][]*Folder{}, named: map[string][]string{}, inventory: inventoryName}
+	p := &rbacPlan{cluster: newGrants(), own: newGrants(), accounts: map[string][]*Folder{}, named: map[string][]string{},
+		generated: map[string]bool{}, inventory: inventoryName}
 	p.cluster.add(schema.GroupResource{Resource: "events"}, whyOwn, "Events on the objects, in their namespaces", verbsEvents...)
 	p.cluster.add(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, whyOwn, "run --metrics-secure: who scrapes /metrics", verbsCreate...)
 	p.cluster.add(schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, whyOwn, "run --metrics-secure: whether they may", verbsCreate...)
@@ -265,17 +310,23 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 			o.warn(err.Error())
 		}
 	}
+	if def := o.DefaultServiceAccount; def != "" {
+		// Impersonated, and so the identity of every kind no account
+		// agrees to serve, with no role: such a kind is refused
+		// (KindForbidden) until it gets an account of its own.
+		p.accounts[def] = nil
+	}
 	for _, f := range folders {
 		sa := f.Kind.Spec.ServiceAccountName
-		if sa != "" {
-			p.named[sa] = append(p.named[sa], f.Kind.GVK.GroupKind().String())
-		} else {
-			sa = o.DefaultServiceAccount
+		if sa == "" && o.DefaultServiceAccount != "" {
+			sa = o.KindAccount(f)
+			p.generated[sa] = true
 		}
 		if sa == "" {
 			addKind(p.cluster, f, res)
 			continue
 		}
+		p.named[sa] = append(p.named[sa], f.Kind.GVK.GroupKind().String())
 		addChildWatches(p.cluster, f, res)
 		g := newGrants()
 		addKind(g, f, res)
@@ -285,12 +336,22 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 	if names := sortedKeys(p.accounts); len(names) > 0 {
 		var why []string
 		for _, sa := range names {
+			if len(p.accounts[sa]) == 0 {
+				why = append(why, fmt.Sprintf("core/serviceaccounts %s [impersonate]: the identity of every kind no account agrees to serve (run --default-service-account), with no right", sa))
+				continue
+			}
 			why = append(why, fmt.Sprintf("core/serviceaccounts %s [impersonate]: the identity of folder %s (%s)",
-				sa, folderNames(p.accounts[sa]), whyAccount(sa, p.named, o)))
+				sa, folderNames(p.accounts[sa]), whyAccount(sa, p.named, p.generated)))
 		}
 		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: names}, why...)
 	}
-	if agree := sortedKeys(p.named); len(agree) > 0 {
+	switch agree := sortedKeys(p.named); {
+	case o.DefaultServiceAccount != "":
+		// run lists them, to find the one that agrees to serve a kind whose
+		// folder names none (engine/controller's agreements).
+		p.own.add(schema.GroupResource{Resource: "serviceaccounts"}, whyOwn,
+			fmt.Sprintf("which account agrees to serve each kind (annotation %s), read once per sync of the folders", annotationServes), "list")
+	case len(agree) > 0:
 		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}, ResourceNames: agree},
 			fmt.Sprintf("core/serviceaccounts %s [get]: whether they agree to serve the kinds that name them (annotation %s)", strings.Join(agree, ","), annotationServes))
 	}
@@ -336,9 +397,14 @@ func (s *Stream) addIdentities(o Options, p *rbacPlan) {
 			sort.Strings(kinds)
 			sao.Annotations = map[string]string{annotationServes: strings.Join(kinds, ",")}
 		}
+		if len(p.accounts[sa]) == 0 {
+			s.add([]string{"Generated by `operator rbac --default-service-account " + sa + "`. Do not edit.",
+				fmt.Sprintf("ServiceAccount %s: the identity of every kind that no account agrees to serve (run --default-service-account). It holds no right: such a kind is refused until it is given an account of its own.", sa)}, sao)
+			continue
+		}
 		s.add([]string{generated(folderPaths(p.accounts[sa])),
 			fmt.Sprintf("ServiceAccount %s: the identity the operator impersonates for every cluster call of folder %s (%s).",
-				sa, folderNames(p.accounts[sa]), whyAccount(sa, p.named, o))}, sao)
+				sa, folderNames(p.accounts[sa]), whyAccount(sa, p.named, p.generated))}, sao)
 	}
 	for _, id := range p.identities {
 		f, sa := id.folder, id.account
@@ -359,10 +425,10 @@ func (s *Stream) addIdentities(o Options, p *rbacPlan) {
 const annotationServes = "operator.tmplop.io/serves"
 
 // whyAccount says how folders come to run as sa.
-func whyAccount(sa string, named map[string][]string, o Options) string {
+func whyAccount(sa string, named map[string][]string, generated map[string]bool) string {
 	switch {
-	case len(named[sa]) > 0 && sa == o.DefaultServiceAccount:
-		return "kind.yaml serviceAccountName, and run --default-service-account"
+	case generated[sa]:
+		return "its own, generated for the folder, which names none: it agrees to serve the folder's kind"
 	case len(named[sa]) > 0:
 		return "kind.yaml serviceAccountName"
 	}

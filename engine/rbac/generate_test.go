@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,16 +79,149 @@ func TestGolden(t *testing.T) {
 }
 
 // TestDeployRBAC checks that deploy/rbac.yaml is what `operator rbac`
-// makes of templates/ and crds/ today, for deploy/'s run
-// --default-service-account.
+// makes of templates/ and crds/ today, for the operator deploy/operator.yaml
+// runs: its namespace, its ServiceAccount and the flags of its Deployment
+// (--default-service-account, --field-manager). A change of either side
+// alone fails here.
 func TestDeployRBAC(t *testing.T) {
 	t.Chdir(moduleRoot)
-	opts := Options{Templates: "templates", CRDs: []string{"crds"}, DefaultServiceAccount: DeployDefaultServiceAccount}
+	opts := deployOptions(t)
+	if opts.DefaultServiceAccount != DeployDefaultServiceAccount {
+		t.Errorf("deploy/operator.yaml runs --default-service-account=%s, rbac.DeployDefaultServiceAccount is %s", opts.DefaultServiceAccount, DeployDefaultServiceAccount)
+	}
 	got, err := Generate(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	compareGolden(t, "deploy/rbac.yaml", got, "go run ./cmd/operator "+strings.TrimPrefix(opts.Command(), "operator ")+" > deploy/rbac.yaml")
+}
+
+// deployOptions are the Options of the operator deploy/operator.yaml runs.
+func deployOptions(t *testing.T) Options {
+	t.Helper()
+	data, err := os.ReadFile("deploy/operator.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Templates: "templates", CRDs: []string{"crds"}}
+	found := false
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatalf("deploy/operator.yaml: %v", err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		found = true
+		opts.Namespace, opts.ServiceAccount = d.Namespace, d.Spec.Template.Spec.ServiceAccountName
+		for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+			name, value, _ := strings.Cut(arg, "=")
+			switch name {
+			case "--default-service-account":
+				opts.DefaultServiceAccount = value
+			case "--field-manager":
+				opts.FieldManager = value
+			case "--state-namespace", "--namespace":
+				t.Errorf("deploy/operator.yaml runs %s: deployOptions does not know how operator rbac follows it", arg)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("deploy/operator.yaml holds no Deployment")
+	}
+	return opts
+}
+
+// TestDeployLeastPrivilege checks what deploy/rbac.yaml must hold whatever
+// the folders are, so that a regeneration with other options, or an edit,
+// fails here: the default account, which every folder added later runs as,
+// is bound to nothing; each shipped folder has an account of its own,
+// which agrees to serve its kind alone and is bound to its role alone; the
+// operator may impersonate exactly these accounts.
+func TestDeployLeastPrivilege(t *testing.T) {
+	t.Chdir(moduleRoot)
+	opts := deployOptions(t)
+	data, err := os.ReadFile("deploy/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serves := map[string]string{}  // account -> its annotation
+	bound := map[string][]string{} // account -> the roles bound to it
+	var impersonate []string
+	for _, doc := range strings.Split(string(data), "\n---\n")[1:] {
+		var u struct {
+			Kind     string
+			Metadata struct {
+				Name, Namespace string
+				Annotations     map[string]string
+			}
+			RoleRef  rbacv1.RoleRef
+			Subjects []rbacv1.Subject
+			Rules    []rbacv1.PolicyRule
+		}
+		if err := yaml.Unmarshal([]byte(doc), &u); err != nil {
+			t.Fatalf("deploy/rbac.yaml: %v in\n%s", err, doc)
+		}
+		switch u.Kind {
+		case "ServiceAccount":
+			serves[u.Metadata.Name] = u.Metadata.Annotations[annotationServes]
+		case "ClusterRoleBinding", "RoleBinding":
+			for _, sub := range u.Subjects {
+				if sub.Kind == rbacv1.ServiceAccountKind && sub.Namespace == opts.Namespace {
+					bound[sub.Name] = append(bound[sub.Name], u.Kind+" "+u.RoleRef.Name)
+				}
+			}
+		case "Role":
+			for _, r := range u.Rules {
+				if slices.Contains(r.Verbs, "impersonate") {
+					impersonate = append(impersonate, r.ResourceNames...)
+				}
+			}
+		}
+	}
+	def := opts.DefaultServiceAccount
+	if def == "" {
+		t.Fatal("deploy/operator.yaml runs no --default-service-account: every folder added later would run with the operator's rights")
+	}
+	if _, ok := serves[def]; !ok {
+		t.Errorf("deploy/rbac.yaml holds no ServiceAccount %s (the default account)", def)
+	}
+	if got := bound[def]; len(got) > 0 {
+		t.Errorf("the default account %s is bound to %q: every folder added later, by whoever may write a kind-folder ConfigMap, would have those rights", def, got)
+	}
+	if serves[def] != "" {
+		t.Errorf("the default account %s agrees to serve %q: it must be no kind's account", def, serves[def])
+	}
+	kinds, err := catalog.LoadEvery(opts.Templates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{def}
+	accountOf := map[string]string{}
+	for _, k := range kinds {
+		f := &Folder{Kind: k}
+		sa := k.Spec.ServiceAccountName
+		if sa == "" {
+			sa = opts.KindAccount(f)
+		}
+		want = append(want, sa)
+		if other, ok := accountOf[sa]; ok {
+			t.Errorf("folders %s and %s share the account %s: each has the other's rights", other, k.Name, sa)
+		}
+		accountOf[sa] = k.Name
+		if got := serves[sa]; got != k.GVK.GroupKind().String() {
+			t.Errorf("folder %s's account %s agrees to serve %q, want its kind %s alone", k.Name, sa, got, k.GVK.GroupKind())
+		}
+		if got := bound[sa]; !slices.Equal(got, []string{"ClusterRoleBinding " + opts.KindAccount(f)}) {
+			t.Errorf("folder %s's account %s is bound to %q, want its own role %s alone", k.Name, sa, got, opts.KindAccount(f))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(impersonate)
+	if !slices.Equal(impersonate, want) {
+		t.Errorf("the operator may impersonate %q, want exactly the kinds' accounts and the default %q", impersonate, want)
+	}
 }
 
 func compareGolden(t *testing.T, path string, got []byte, regenerate string) {
@@ -223,16 +357,20 @@ func TestRolesOfIdentity(t *testing.T) {
 }
 
 // TestDefaultAccount: under run --default-service-account no folder runs
-// with the operator's rights: plain's kind, children and lookups go to the
-// default account's role, the operator keeps the reads of its watches;
-// only the accounts folders name carry the agreement annotation.
+// with the operator's rights, nor with the default account's: plain,
+// which names no account, gets one of its own that agrees to serve its
+// kind and holds its rules; the default account is generated, impersonable
+// and bound to nothing, so that a folder added later (which runs as it)
+// can do nothing. The operator keeps the reads of its watches, and lists
+// the accounts to find which agrees to serve a kind.
 func TestDefaultAccount(t *testing.T) {
 	t.Chdir(moduleRoot)
 	folders, res := analyzed(t, "engine/rbac/testdata/roots/mixed", "engine/rbac/testdata/crds")
 	s := Objects(Options{DefaultServiceAccount: "operator-kinds"}, folders, res)
 	var operator, plain *rbacv1.ClusterRole
+	var role *rbacv1.Role
 	sas := map[string]*corev1.ServiceAccount{}
-	var plainBinding *rbacv1.ClusterRoleBinding
+	bound := map[string][]string{} // account -> the roles bound to it
 	for _, o := range s.Objects {
 		switch r := o.Object.(type) {
 		case *rbacv1.ClusterRole:
@@ -242,16 +380,22 @@ func TestDefaultAccount(t *testing.T) {
 			case "operator-kind-plain":
 				plain = r
 			}
+		case *rbacv1.Role:
+			role = r
 		case *rbacv1.ClusterRoleBinding:
-			if r.Name == "operator-kind-plain" {
-				plainBinding = r
+			for _, sub := range r.Subjects {
+				bound[sub.Name] = append(bound[sub.Name], r.RoleRef.Name)
+			}
+		case *rbacv1.RoleBinding:
+			for _, sub := range r.Subjects {
+				bound[sub.Name] = append(bound[sub.Name], r.RoleRef.Name)
 			}
 		case *corev1.ServiceAccount:
 			sas[r.Name] = r
 		}
 	}
-	if operator == nil || plain == nil || plainBinding == nil {
-		t.Fatalf("want ClusterRoles operator and operator-kind-plain and a binding; got %d objects", len(s.Objects))
+	if operator == nil || plain == nil || role == nil {
+		t.Fatalf("want ClusterRoles operator and operator-kind-plain and the Role; got %d objects", len(s.Objects))
 	}
 	for _, r := range operator.Rules {
 		for _, v := range r.Verbs {
@@ -260,14 +404,69 @@ func TestDefaultAccount(t *testing.T) {
 			}
 		}
 	}
-	if got := plainBinding.Subjects[0].Name; got != "operator-kinds" {
-		t.Errorf("plain's role bound to %s, want operator-kinds", got)
+	if got := bound["operator-kind-plain"]; !slices.Equal(got, []string{"operator-kind-plain"}) {
+		t.Errorf("roles bound to plain's own account: %q, want exactly its role", got)
+	}
+	if sa := sas["operator-kind-plain"]; sa == nil || sa.Annotations[annotationServes] != "Widget.example.com" {
+		t.Errorf("plain's account %+v, want it generated, agreeing to serve plain's kind Widget.example.com", sa)
+	}
+	if got := bound["operator-kinds"]; len(got) > 0 {
+		t.Errorf("the default account is bound to %q: every folder added later would have those rights", got)
 	}
 	if sa := sas["operator-kinds"]; sa == nil || len(sa.Annotations) != 0 {
-		t.Errorf("default account %+v, want it generated, with no agreement annotation (the flag is the agreement)", sa)
+		t.Errorf("default account %+v, want it generated, agreeing to serve nothing", sa)
 	}
 	if sa := sas["gadget-writer"]; sa == nil || sa.Annotations[annotationServes] != "Gadget.example.com,Namespace" {
 		t.Errorf("gadget-writer %+v, want annotation %s listing the kinds of the folders that name it", sa, annotationServes)
+	}
+	var impersonate, listed []string
+	for _, r := range role.Rules {
+		if r.Resources[0] != "serviceaccounts" {
+			continue
+		}
+		switch {
+		case slices.Equal(r.Verbs, []string{"impersonate"}):
+			impersonate = r.ResourceNames
+		case slices.Equal(r.Verbs, []string{"list"}) && len(r.ResourceNames) == 0:
+			listed = r.Verbs
+		default:
+			t.Errorf("the operator's Role: %v on ServiceAccounts %q, want only impersonate by name and list", r.Verbs, r.ResourceNames)
+		}
+	}
+	if !slices.Equal(impersonate, []string{"gadget-writer", "operator-kind-plain", "operator-kinds"}) {
+		t.Errorf("impersonate on %q, want every kind's account and the default", impersonate)
+	}
+	if listed == nil {
+		t.Errorf("no list of ServiceAccounts in the operator's Role: run could not find the account that agrees to serve a kind")
+	}
+}
+
+// TestAllowClusterScopedGrantsNothing: kind.yaml allowClusterScoped is the
+// folder's own word, so it must not widen what the folder's account may:
+// the rules are the same with it and without.
+func TestAllowClusterScopedGrantsNothing(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "escape")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(folder, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Name }}\n  namespace: kube-system\n")
+	var out [2]string
+	for i, kind := range []string{"apiVersion: example.com/v1\nkind: Widget\n", "apiVersion: example.com/v1\nkind: Widget\nallowClusterScoped: true\n"} {
+		write("kind.yaml", kind)
+		got, err := Generate(Options{Templates: dir, CRDs: []string{"testdata/crds"}, DefaultServiceAccount: "operator-kinds"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(got)
+	}
+	if out[0] != out[1] {
+		t.Errorf("allowClusterScoped changed the RBAC:\nwithout:\n%s\nwith:\n%s", out[0], out[1])
 	}
 }
 
@@ -318,6 +517,24 @@ func TestGenerateErrors(t *testing.T) {
 			name:  "the operator's own account as a kind's",
 			files: map[string]string{"w/kind.yaml": kind + "serviceAccountName: operator\n"},
 			want:  []string{"w/kind.yaml: serviceAccountName \"operator\" is the operator's own ServiceAccount"},
+		},
+		{
+			name:  "the default account as a kind's",
+			files: map[string]string{"w/kind.yaml": kind + "serviceAccountName: operator-kinds\n"},
+			opts:  Options{DefaultServiceAccount: "operator-kinds"},
+			want:  []string{"w/kind.yaml: serviceAccountName \"operator-kinds\" is --default-service-account, the account of every kind that has none of its own: it holds no right"},
+		},
+		{
+			name:  "a generated account another folder names",
+			files: map[string]string{"w/kind.yaml": kind, "g/kind.yaml": "apiVersion: example.com/v1\nkind: Gadget\nserviceAccountName: operator-kind-w\n"},
+			opts:  Options{DefaultServiceAccount: "operator-kinds"},
+			want:  []string{"/w: the account generated for this folder, \"operator-kind-w\", is the serviceAccountName of ", "/g: one kind would have the other's rights"},
+		},
+		{
+			name:  "a folder name that names no account",
+			files: map[string]string{"My_Widget/kind.yaml": kind},
+			opts:  Options{DefaultServiceAccount: "operator-kinds"},
+			want:  []string{"/My_Widget: the folder's name makes no ServiceAccount name (\"operator-kind-My_Widget\"", "name one in kind.yaml serviceAccountName"},
 		},
 		{
 			name:  "bad --service-account",

@@ -33,9 +33,11 @@ func NewRBACCommand() *cobra.Command {
 		Long: `rbac reads the kind folders of --templates without a cluster and prints the ClusterRoles,
 Roles, bindings and ServiceAccounts the operator needs to serve exactly them: the watched kinds,
 their status and finalizers, every kind a child template can render (read from the templates'
-text), the lookups, and the operator's own records. Kinds with serviceAccountName (or, with
---default-service-account, every kind) get a role of their own, and the operator only the right
-to impersonate them. See docs/rbac.md.
+text), the lookups, and the operator's own records. Kinds with serviceAccountName get a role of
+their own, bound to that account, and the operator only the right to impersonate it. With
+--default-service-account, every other kind gets an account of its own too (<name>-kind-<folder>,
+which agrees to serve the kind), and the default account none at all: a folder added later runs as
+it and can do nothing until it is given an account. See docs/rbac.md.
 
 Resources of custom kinds are read from the CRDs of --crds; of built-in kinds, from client-go's
 scheme. The output is deterministic: regenerate it whenever the folders change.`,
@@ -48,7 +50,7 @@ scheme. The output is deterministic: regenerate it whenever the folders change.`
 	fl.StringArrayVar(&f.crds, "crds", nil, "directory of CustomResourceDefinition files, for the resources of custom kinds (repeatable; default: "+defaultCRDs+" if it exists)")
 	fl.StringVar(&f.namespace, "namespace", rbac.DefaultNamespace, "the operator's namespace")
 	fl.StringVar(&f.serviceAccount, "service-account", rbac.DefaultServiceAccount, "the operator's ServiceAccount")
-	fl.StringVar(&f.defaultAccount, "default-service-account", "", "the account every kind without a serviceAccountName runs as (run --default-service-account): their rules go to it, not to the operator")
+	fl.StringVar(&f.defaultAccount, "default-service-account", "", "run --default-service-account: the account of every kind no account agrees to serve, generated with no right; each folder without a serviceAccountName gets an account of its own with its rules")
 	fl.StringVar(&f.fieldManager, "field-manager", rbac.DefaultFieldManager, "the operator's run --field-manager, which names its inventory ConfigMap")
 	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")

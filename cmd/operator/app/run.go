@@ -66,7 +66,7 @@ func NewRunCommand() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.templates, "templates", "templates", "directory holding one folder per kind (not read when only --configmap-selector is given)")
 	fl.StringVar(&f.configMaps, "configmap-selector", "", "label selector of the ConfigMaps in the operator's namespace (--state-namespace) that each hold one kind folder, files as keys; watched, so that applying or deleting one starts, changes or stops its kind")
-	fl.StringVar(&f.defaultAccount, "default-service-account", "", "ServiceAccount of --state-namespace that every kind without a serviceAccountName of its own impersonates, so that no kind folder runs with the operator's own rights (default: none, such kinds run as the operator)")
+	fl.StringVar(&f.defaultAccount, "default-service-account", "", "ServiceAccount of --state-namespace that every kind without an account of its own impersonates, so that no kind folder runs with the operator's own rights; a kind's own account is the one kind.yaml serviceAccountName names, else the one account of --state-namespace whose annotation operator.tmplop.io/serves lists the kind (default: none, kinds without serviceAccountName run as the operator)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
 	fl.StringVar(&f.namespace, "namespace", "", "watch only this namespace (default: all)")
 	fl.StringVar(&f.fieldManager, "field-manager", "operator", "server-side apply field manager, also the children's app.kubernetes.io/managed-by label")
