@@ -82,12 +82,15 @@ type Spec struct {
 	// OverrideValues, for a Helm chart, are put over every object's values
 	// (its spec), as the Helm operator's watches.yaml field of that name.
 	OverrideValues map[string]any `json:"overrideValues,omitempty"`
-	// AdoptHelmReleases lets an object of a chart kind take over the
-	// objects of the Helm release of its name in its namespace (Helm's
-	// release annotations name them): how a release moves from helm
-	// install or the Helm operator to the engine (docs/helm.md). Off by
-	// default: it gives whoever may create the kind's objects in a
-	// namespace the power to take over that namespace's releases.
+	// AdoptHelmReleases lets an object of a chart kind take over objects
+	// that Helm made (label app.kubernetes.io/managed-by: Helm), each only
+	// once whoever may write it consented by annotating it
+	// operator.tmplop.io/parent=<Kind.group/namespace/name>: how a release
+	// moves from helm install or the Helm operator to the engine
+	// (docs/helm.md). It is the kind author's permission to accept that
+	// consent, never the consent itself: the CR author names the object,
+	// and with the name would otherwise pick any release of the namespace.
+	// Off by default: without it, a Helm-made object is never taken over.
 	AdoptHelmReleases bool `json:"adoptHelmReleases,omitempty"`
 
 	// The kind's CRD, in short (engine/schema): `operator crd` and
