@@ -32,6 +32,7 @@ func TestAdopt(t *testing.T) {
 		child       *unstructured.Unstructured
 		namespaced  bool
 		allow       bool
+		kept        bool // the kind keeps the child (a chart's helm.sh/resource-policy: keep)
 		bounds      Bounds
 		wantNS      string
 		wantOwner   bool
@@ -64,6 +65,13 @@ func TestAdopt(t *testing.T) {
 			bounds: Bounds{Namespace: "team-a"}, wantNS: "team-a", wantOwner: true},
 		{name: "cluster-scoped under --namespace allowed", child: obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"), allow: true,
 			bounds: Bounds{Namespace: "team-a"}, wantOutside: true},
+		// A kept child outlives its parent: no owner reference for the
+		// garbage collector, no finalizer to delete it.
+		{name: "kept: no owner, no finalizer", child: obj("v1", "Secret", "", "db"), namespaced: true, kept: true, wantNS: "team-a"},
+		{name: "kept outside the namespace: no finalizer", child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, allow: true, kept: true, wantNS: "team-b"},
+		{name: "kept, cluster-scoped parent: no owner", parent: clusterParent, child: obj("v1", "Namespace", "", "n"), allow: true, kept: true},
+		{name: "kept still contained", child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, kept: true,
+			wantErr: `in namespace "team-b", outside the parent's namespace "team-a"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +79,11 @@ func TestAdopt(t *testing.T) {
 			if tc.parent != nil {
 				parent = tc.parent
 			}
-			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", Policy{Manager: "op", AllowOutside: tc.allow, Bounds: tc.bounds})
+			pol := Policy{Manager: "op", AllowOutside: tc.allow, Bounds: tc.bounds}
+			if tc.kept {
+				pol.Kept = func(metav1.Object) bool { return true }
+			}
+			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", pol)
 			if tc.wantErr != "" {
 				var oe *OutsideError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &oe) {
@@ -89,7 +101,7 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("namespace = %q, want %q", got, tc.wantNS)
 			}
 			refs := tc.child.GetOwnerReferences()
-			if tc.wantOwner != (len(refs) == 1 && refs[0].UID == "uid-1" && *refs[0].Controller) {
+			if tc.wantOwner != (len(refs) == 1 && refs[0].UID == "uid-1" && *refs[0].Controller) || !tc.wantOwner && len(refs) > 0 {
 				t.Errorf("owner refs = %v, want controller ref: %v", refs, tc.wantOwner)
 			}
 			if !IsChildOf(tc.child, parent, "op") || IsChildOf(tc.child, parent, "other") {

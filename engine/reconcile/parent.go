@@ -155,7 +155,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 // deleteChildren deletes the children of obj that are not being deleted
 // yet, and returns how many are left in the cluster, those being deleted
 // included; with keepPostHooks, a post-delete hook is neither deleted nor
-// counted.
+// counted. A kept child (a chart's helm.sh/resource-policy: keep on the
+// live object) is neither: helm uninstall leaves it too.
 func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstructured, keepPostHooks bool) (remaining int, err error) {
 	gks, err := r.Inventory.ChildKinds(ctx, r.Kind.GVK.GroupKind())
 	if err != nil {
@@ -174,8 +175,9 @@ func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstr
 		if err != nil {
 			return 0, fmt.Errorf("finalize: list %s: %w", gk, err)
 		}
-		for _, c := range list.Items {
-			if keepPostHooks && chart.IsPostDeleteHook(c.GetAnnotations()) {
+		for i := range list.Items {
+			c := &list.Items[i]
+			if keepPostHooks && chart.IsPostDeleteHook(c.GetAnnotations()) || r.Kind.Kept(c) {
 				continue
 			}
 			remaining++

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/test/cluster"
 )
 
@@ -185,4 +187,106 @@ func impersonated(t *testing.T, ns, name string, probe schema.GroupVersionResour
 		return apierrors.IsNotFound(err), nil
 	})
 	return dyn
+}
+
+var keptGVR = cluster.GVR("e2e.tmplop.io", "v1", "kepts")
+
+// TestChartResourcePolicyKeep: children rendered with
+// helm.sh/resource-policy: keep outlive what Helm would not delete them
+// for. They carry no owner reference to the object (the garbage collector
+// would delete them with it), and a child that gains the policy loses the
+// one it had; a change of values that stops rendering one
+// leaves it (Helm's upgrade); deleting the object leaves them, whether the
+// garbage collector deletes the other children (no finalizer) or the
+// engine does (a pre-delete hook holds the finalizer); and a new object of
+// the same name takes them back, as a helm install of the same release
+// does. The children without the policy go each time.
+func TestChartResourcePolicyKeep(t *testing.T) {
+	startKind(t, "testdata/templates/kept")
+	ns := env.Namespace(t)
+	secretGVR := cluster.GVR("", "v1", "secrets")
+	env.CreateSpec(t, keptGVR, "Kept", ns, "gc", map[string]any{})
+	env.CreateSpec(t, keptGVR, "Kept", ns, "fin", map[string]any{"hook": true})
+	gc := env.WaitReconciled(t, keptGVR, ns, "gc")
+	fin := env.WaitReconciled(t, keptGVR, ns, "fin")
+	if !slices.Contains(fin.GetFinalizers(), reconcile.Finalizer) {
+		t.Fatalf("finalizers %v: a parent with a pre-delete hook holds %s", fin.GetFinalizers(), reconcile.Finalizer)
+	}
+	for _, c := range []struct {
+		res  schema.GroupVersionResource
+		name string
+		kept bool
+	}{{secretGVR, "gc-db", true}, {configMapGVR, "gc-kept-extra", true}, {configMapGVR, "gc-cfg", false}, {configMapGVR, "gc-later", false}} {
+		o, err := env.Get(t.Context(), c.res, ns, c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == gc.GetUID() })
+		if owned == c.kept {
+			t.Errorf("%s %s: owner references %v (kept: %v): a kept child must carry none to its parent, another child its controller reference",
+				c.res.Resource, c.name, o.GetOwnerReferences(), c.kept)
+		}
+	}
+	keptUID := uidOf(t, secretGVR, ns, "gc-db")
+
+	// The values stop rendering the extra ConfigMaps: the plain one is
+	// pruned, the kept one stays. The ConfigMap "later" gains the policy,
+	// and with it loses its owner reference.
+	env.Patch(t, keptGVR, ns, "gc", `{"spec":{"extra":false,"keepLater":true}}`)
+	env.WaitGone(t, configMapGVR, ns, "gc-plain-extra", 30*time.Second)
+	env.WaitReconciled(t, keptGVR, ns, "gc")
+	if !env.Exists(t, configMapGVR, ns, "gc-kept-extra") {
+		t.Errorf("the kept ConfigMap gc-kept-extra was pruned when the values stopped rendering it")
+	}
+	cluster.Eventually(t, 30*time.Second, "gc-later kept and no longer owned", func(ctx context.Context) (bool, error) {
+		o, err := env.Get(ctx, configMapGVR, ns, "gc-later")
+		if err != nil {
+			return false, err
+		}
+		if o.GetAnnotations()["helm.sh/resource-policy"] == "keep" && len(o.GetOwnerReferences()) == 0 {
+			return true, nil
+		}
+		return false, fmt.Errorf("annotations %v, owner references %v", o.GetAnnotations(), o.GetOwnerReferences())
+	})
+
+	// Deleted with no finalizer: the garbage collector deletes the owned
+	// children, and only those.
+	env.Delete(t, keptGVR, ns, "gc")
+	env.WaitGone(t, keptGVR, ns, "gc", 30*time.Second)
+	env.WaitGone(t, configMapGVR, ns, "gc-cfg", 60*time.Second)
+	// Deleted through the finalizer: the pre-delete hook runs, the engine
+	// deletes the children, and releases the object.
+	env.Delete(t, keptGVR, ns, "fin")
+	env.WaitGone(t, keptGVR, ns, "fin", 60*time.Second)
+	env.WaitGone(t, configMapGVR, ns, "fin-cfg", 60*time.Second)
+	env.WaitGone(t, configMapGVR, ns, "fin-later", 60*time.Second)
+	env.WaitGone(t, configMapGVR, ns, "fin-farewell", 60*time.Second)
+	time.Sleep(3 * time.Second) // what the garbage collector would still delete, it deletes by now
+	for _, c := range []struct {
+		res  schema.GroupVersionResource
+		name string
+	}{{secretGVR, "gc-db"}, {configMapGVR, "gc-kept-extra"}, {configMapGVR, "gc-later"}, {secretGVR, "fin-db"}, {configMapGVR, "fin-kept-extra"}} {
+		if !env.Exists(t, c.res, ns, c.name) {
+			t.Errorf("%s %s, kept by helm.sh/resource-policy, was deleted with its parent", c.res.Resource, c.name)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// A new object of the same name takes the kept Secret back in place.
+	env.CreateSpec(t, keptGVR, "Kept", ns, "gc", map[string]any{})
+	env.WaitCondition(t, keptGVR, ns, "gc", "Ready", "True", "Ready")
+	if uid := uidOf(t, secretGVR, ns, "gc-db"); uid != keptUID {
+		t.Errorf("the kept Secret was replaced (UID %s -> %s), not taken back", keptUID, uid)
+	}
+}
+
+func uidOf(t *testing.T, res schema.GroupVersionResource, ns, name string) types.UID {
+	t.Helper()
+	o, err := env.Get(t.Context(), res, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.GetUID()
 }
