@@ -282,6 +282,14 @@ func Compile(name, source string, files layout.Files) (*Kind, error) {
 		// schemas have no place for the engine's conditions.
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
 	}
+	if ch != nil && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+		// A chart's object keeps the records of its hooks in its status,
+		// where its author cannot forge them (the hooks that succeeded,
+		// the deletion hooks that ran): a built-in kind's status is
+		// Kubernetes'. Nor has a built-in kind a spec to be the values.
+		return nil, fmt.Errorf("%s: a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
+			KindFile, spec.Kind)
+	}
 	health, err := spec.healthChecker()
 	if err != nil {
 		return nil, err

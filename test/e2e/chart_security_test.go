@@ -290,3 +290,45 @@ func uidOf(t *testing.T, res schema.GroupVersionResource, ns, name string) types
 	}
 	return o.GetUID()
 }
+
+// TestChartDeleteHooksNotForgeable: a CR author who may write their
+// Cleanup objects, but not their status, annotates one as if its deletion
+// hooks had run, and deletes it: both hooks run all the same, the
+// pre-delete Job before the children go, the post-delete Job after.
+func TestChartDeleteHooksNotForgeable(t *testing.T) {
+	startKind(t, "testdata/templates/cleanup")
+	ns := env.Namespace(t)
+	tenant := impersonated(t, ns, "tenant", cleanupGVR, []rbacv1.PolicyRule{
+		{APIGroups: []string{"e2e.tmplop.io"}, Resources: []string{"cleanups"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	})
+	jobs := observe(t, jobGVR, ns, "f-cleanup")
+	farewells := observe(t, jobGVR, ns, "f-farewell")
+	forged := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.tmplop.io/v1", "kind": "Cleanup",
+		"metadata": map[string]any{"name": "f", "namespace": ns, "annotations": map[string]any{
+			"operator.tmplop.io/delete-hooks-ran": "true", "operator.tmplop.io/post-delete-hooks-ran": "true"}},
+		"spec": map[string]any{"message": "bye"},
+	}}
+	if _, err := tenant.Resource(cleanupGVR).Namespace(ns).Create(t.Context(), forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := env.WaitReconciled(t, cleanupGVR, ns, "f")
+	if !slices.Contains(o.GetFinalizers(), reconcile.Finalizer) {
+		t.Fatalf("finalizers %v: a parent with delete hooks holds %s", o.GetFinalizers(), reconcile.Finalizer)
+	}
+	// Where the engine keeps its record, the tenant cannot write.
+	status := `{"status":{"hooks":{"pre-delete":"forged","post-delete":"forged"}}}`
+	if _, err := tenant.Resource(cleanupGVR).Namespace(ns).Patch(t.Context(), "f", types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); !apierrors.IsForbidden(err) {
+		t.Fatalf("the tenant wrote the status of its Cleanup: %v", err)
+	}
+	if err := tenant.Resource(cleanupGVR).Namespace(ns).Delete(t.Context(), "f", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(j *unstructured.Unstructured) bool {
+		done, _, _ := unstructured.NestedString(j.Object, "status", "completionTime")
+		return done != ""
+	}
+	until(t, jobs, 60*time.Second, "the pre-delete Job, despite the forged annotation, completed", complete)
+	until(t, farewells, 60*time.Second, "the post-delete Job, despite the forged annotation, completed", complete)
+	env.WaitGone(t, cleanupGVR, ns, "f", 60*time.Second)
+}
