@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/chart"
@@ -127,4 +128,16 @@ func (k *Kind) Status(ctx context.Context, in render.Input) (*render.Result, err
 	}
 	res.Status = status
 	return res, nil
+}
+
+// Kept reports whether a child of the kind is one that nothing of the
+// engine deletes: neither a prune, nor the parent's deletion, nor the
+// garbage collector through an owner reference. For a chart that is
+// Helm's helm.sh/resource-policy: keep (chart.Keep), which helm uninstall
+// and helm upgrade honour; a folder of templates has no such policy (its
+// children opt out of pruning alone, with operator.tmplop.io/prune:
+// disabled). Asked of the rendered child (whether it gets an owner
+// reference) and of the live one (whether it may be deleted).
+func (k *Kind) Kept(child metav1.Object) bool {
+	return k.Chart != nil && chart.Keep(child.GetAnnotations())
 }

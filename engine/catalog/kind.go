@@ -82,12 +82,15 @@ type Spec struct {
 	// OverrideValues, for a Helm chart, are put over every object's values
 	// (its spec), as the Helm operator's watches.yaml field of that name.
 	OverrideValues map[string]any `json:"overrideValues,omitempty"`
-	// AdoptHelmReleases lets an object of a chart kind take over the
-	// objects of the Helm release of its name in its namespace (Helm's
-	// release annotations name them): how a release moves from helm
-	// install or the Helm operator to the engine (docs/helm.md). Off by
-	// default: it gives whoever may create the kind's objects in a
-	// namespace the power to take over that namespace's releases.
+	// AdoptHelmReleases lets an object of a chart kind take over objects
+	// that Helm made (label app.kubernetes.io/managed-by: Helm), each only
+	// once whoever may write it consented by annotating it
+	// operator.tmplop.io/parent=<Kind.group/namespace/name>: how a release
+	// moves from helm install or the Helm operator to the engine
+	// (docs/helm.md). It is the kind author's permission to accept that
+	// consent, never the consent itself: the CR author names the object,
+	// and with the name would otherwise pick any release of the namespace.
+	// Off by default: without it, a Helm-made object is never taken over.
 	AdoptHelmReleases bool `json:"adoptHelmReleases,omitempty"`
 
 	// The kind's CRD, in short (engine/schema): `operator crd` and
@@ -278,6 +281,14 @@ func Compile(name, source string, files layout.Files) (*Kind, error) {
 		// Their status belongs to Kubernetes' own controllers, and their
 		// schemas have no place for the engine's conditions.
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
+	}
+	if ch != nil && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+		// A chart's object keeps the records of its hooks in its status,
+		// where its author cannot forge them (the hooks that succeeded,
+		// the deletion hooks that ran): a built-in kind's status is
+		// Kubernetes'. Nor has a built-in kind a spec to be the values.
+		return nil, fmt.Errorf("%s: a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
+			KindFile, spec.Kind)
 	}
 	health, err := spec.healthChecker()
 	if err != nil {

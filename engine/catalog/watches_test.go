@@ -183,6 +183,8 @@ func TestChartFolderRefusals(t *testing.T) {
 			wantErr: "only a Helm chart has values"},
 		{name: "adoptHelmReleases without a chart", files: map[string]string{"Chart.yaml": "", KindFile: "apiVersion: charts.example.com/v1\nkind: Web\nadoptHelmReleases: true\n"},
 			wantErr: "only a Helm chart has releases"},
+		{name: "a built-in kind", files: map[string]string{KindFile: "apiVersion: v1\nkind: ConfigMap\n"},
+			wantErr: "the status of built-in kind ConfigMap is not the operator's to write: serve the chart as a custom kind"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -359,15 +359,16 @@ func addChartStatus(status *apiextensionsv1.JSONSchemaProps) error {
 
 // chartStatusSchema is what the engine writes besides the conditions in
 // the status of a chart kind (docs/helm.md): the chart's name and version,
-// and the hook-succeeded hooks that ran, by Kind/name, with the hash of
-// what ran.
+// the hook-succeeded hooks that ran, by Kind/name, with the hash of what
+// ran, and on an object being deleted its deletion hooks that ran.
 func chartStatusSchema() map[string]apiextensionsv1.JSONSchemaProps {
 	return map[string]apiextensionsv1.JSONSchemaProps{
 		"chart": {Type: "object", Description: "The Helm chart that renders the object's children.", Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"name":    {Type: "string"},
 			"version": {Type: "string"},
 		}},
-		"hooks": {Type: "object", Description: "Hooks with hook-delete-policy hook-succeeded that ran and were deleted: Kind/name -> hash of what ran.",
+		"hooks": {Type: "object", Description: "Hooks with hook-delete-policy hook-succeeded that ran and were deleted: Kind/name -> hash of what ran; " +
+			"on an object being deleted, its deletion hooks that ran: pre-delete, post-delete -> the deletion's timestamp.",
 			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
 	}
 }

@@ -31,6 +31,10 @@ type Policy struct {
 	// --sharding), written on each as shard.HeldByLabel: a replica
 	// watches only its own shard's children. "": not sharded.
 	Shard string
+	// Kept reports whether a rendered child is one that must outlive its
+	// parent (a chart's helm.sh/resource-policy: keep, catalog.Kind.Kept);
+	// nil: none is.
+	Kept func(child metav1.Object) bool
 }
 
 // OutsideError is a child the parent may not have: outside its namespace
@@ -64,6 +68,12 @@ func (e *ControllerError) Error() string {
 // annotations. It reports whether the child needs the parent's finalizer:
 // a namespaced parent cannot own what lies outside its namespace, so
 // garbage collection will not delete it.
+//
+// A kept child (pol.Kept) gets no owner reference, wherever it is: the
+// garbage collector would delete it with the parent, and Helm leaves it.
+// Nor does it need the finalizer, which only deletes. It keeps the labels
+// and annotations, so that its parent prunes nothing else in its place,
+// and a new parent of the same name takes it back.
 //
 // Containment holds for both scopes of parent: whoever may create the
 // parent in one namespace must not make the operator write outside it, and
@@ -105,7 +115,8 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 	}
 	// A cluster-scoped parent may own anything; a namespaced one only what
 	// shares its namespace.
-	owned := pns == "" || !outside
+	kept := pol.Kept != nil && pol.Kept(child)
+	owned := (pns == "" || !outside) && !kept
 	if owned {
 		if err := setController(parent, child); err != nil {
 			return false, fmt.Errorf("%s: %w", id, err)
@@ -135,7 +146,7 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 		labels[shard.HeldByLabel] = pol.Shard
 		child.SetLabels(labels)
 	}
-	return !owned, nil
+	return !owned && !kept, nil
 }
 
 // Hash is the AnnotationHash value of a child: the SHA-256 of its JSON,

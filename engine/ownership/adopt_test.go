@@ -32,6 +32,7 @@ func TestAdopt(t *testing.T) {
 		child       *unstructured.Unstructured
 		namespaced  bool
 		allow       bool
+		kept        bool // the kind keeps the child (a chart's helm.sh/resource-policy: keep)
 		bounds      Bounds
 		wantNS      string
 		wantOwner   bool
@@ -64,6 +65,13 @@ func TestAdopt(t *testing.T) {
 			bounds: Bounds{Namespace: "team-a"}, wantNS: "team-a", wantOwner: true},
 		{name: "cluster-scoped under --namespace allowed", child: obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"), allow: true,
 			bounds: Bounds{Namespace: "team-a"}, wantOutside: true},
+		// A kept child outlives its parent: no owner reference for the
+		// garbage collector, no finalizer to delete it.
+		{name: "kept: no owner, no finalizer", child: obj("v1", "Secret", "", "db"), namespaced: true, kept: true, wantNS: "team-a"},
+		{name: "kept outside the namespace: no finalizer", child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, allow: true, kept: true, wantNS: "team-b"},
+		{name: "kept, cluster-scoped parent: no owner", parent: clusterParent, child: obj("v1", "Namespace", "", "n"), allow: true, kept: true},
+		{name: "kept still contained", child: obj("v1", "ConfigMap", "team-b", "c"), namespaced: true, kept: true,
+			wantErr: `in namespace "team-b", outside the parent's namespace "team-a"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +79,11 @@ func TestAdopt(t *testing.T) {
 			if tc.parent != nil {
 				parent = tc.parent
 			}
-			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", Policy{Manager: "op", AllowOutside: tc.allow, Bounds: tc.bounds})
+			pol := Policy{Manager: "op", AllowOutside: tc.allow, Bounds: tc.bounds}
+			if tc.kept {
+				pol.Kept = func(metav1.Object) bool { return true }
+			}
+			outside, err := Adopt(parent, tc.child, tc.namespaced, "t.yaml", pol)
 			if tc.wantErr != "" {
 				var oe *OutsideError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &oe) {
@@ -89,7 +101,7 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("namespace = %q, want %q", got, tc.wantNS)
 			}
 			refs := tc.child.GetOwnerReferences()
-			if tc.wantOwner != (len(refs) == 1 && refs[0].UID == "uid-1" && *refs[0].Controller) {
+			if tc.wantOwner != (len(refs) == 1 && refs[0].UID == "uid-1" && *refs[0].Controller) || !tc.wantOwner && len(refs) > 0 {
 				t.Errorf("owner refs = %v, want controller ref: %v", refs, tc.wantOwner)
 			}
 			if !IsChildOf(tc.child, parent, "op") || IsChildOf(tc.child, parent, "other") {
@@ -149,10 +161,15 @@ func TestClaim(t *testing.T) {
 		return o
 	}
 	mine := map[string]string{AnnotationParent: "AppService.app.example.com/ns/web"}
+	helmLabel := map[string]string{LabelManagedBy: "Helm"}
+	consented := func(ann map[string]string) map[string]string {
+		ann[AnnotationParent] = mine[AnnotationParent]
+		return ann
+	}
 	cases := []struct {
 		name     string
 		existing *unstructured.Unstructured
-		helm     bool // a chart kind's parent
+		helm     bool // the kind accepts Helm releases (adoptHelmReleases)
 		wantErr  string
 	}{
 		{name: "created by kubectl: refused with the way to adopt", existing: existing(nil, nil, nil),
@@ -167,22 +184,43 @@ func TestClaim(t *testing.T) {
 			wantErr: `controlled by ReplicaSet "rs"`},
 		{name: "another parent's child", existing: existing(map[string]string{AnnotationParent: "AppService.app.example.com/ns/other"},
 			map[string]string{LabelManagedBy: "op"}, nil), wantErr: "belongs to AppService.app.example.com/ns/other"},
-		{name: "helm release of the parent's name, chart kind: taken over", helm: true,
-			existing: existing(releaseOf("web", "ns"), map[string]string{LabelManagedBy: "Helm"}, nil)},
-		{name: "helm release of the parent's name, kind of templates: refused", existing: existing(releaseOf("web", "ns"), nil, nil),
-			wantErr: "is not owned by this AppService"},
-		{name: "helm release of another name: refused", helm: true, existing: existing(releaseOf("other", "ns"), nil, nil),
-			wantErr: "is not owned by this AppService"},
-		{name: "helm release of another namespace: refused", helm: true, existing: existing(releaseOf("web", "elsewhere"), nil, nil),
-			wantErr: "is not owned by this AppService"},
-		{name: "helm's annotations without helm's managed-by label: refused", helm: true, existing: existing(releaseOf("web", "ns"), nil, nil),
-			wantErr: "is not owned by this AppService"},
-		{name: "helm release controlled by a ReplicaSet: refused", helm: true, existing: existing(releaseOf("web", "ns"), map[string]string{LabelManagedBy: "Helm"},
-			&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}),
+		// A Helm release's objects: the kind's opt-in accepts the consent
+		// of whoever may write them, never replaces it.
+		{name: "helm release of the parent's name, opted in, no consent: refused with the way to consent", helm: true,
+			existing: existing(releaseOf("web", "ns"), helmLabel, nil),
+			wantErr: "is not owned by this AppService: it belongs to the Helm release ns/web, which this AppService takes over only with the consent " +
+				"of whoever may write the release's objects: they annotate each of them with operator.tmplop.io/parent=AppService.app.example.com/ns/web " +
+				"(the whole release: helm get manifest web -n ns | kubectl annotate -n ns -f - operator.tmplop.io/parent=AppService.app.example.com/ns/web)"},
+		{name: "helm release of the parent's name, opted in, consented: taken over", helm: true,
+			existing: existing(consented(releaseOf("web", "ns")), helmLabel, nil)},
+		{name: "helm release of the parent's name, not opted in, no consent: refused", existing: existing(releaseOf("web", "ns"), helmLabel, nil),
+			wantErr: "is not owned by this AppService; to let it adopt the object, annotate the object with operator.tmplop.io/parent=AppService.app.example.com/ns/web"},
+		{name: "helm release of the parent's name, not opted in, consented: refused, naming the opt-in",
+			existing: existing(consented(releaseOf("web", "ns")), helmLabel, nil),
+			wantErr: "was made by Helm (app.kubernetes.io/managed-by: Helm) and its owner consents to this AppService taking it over, " +
+				"but kind AppService.app.example.com does not take over Helm releases: its kind.yaml must set adoptHelmReleases: true"},
+		{name: "helm-made without release annotations, not opted in, consented: refused", existing: existing(mine, helmLabel, nil),
+			wantErr: "does not take over Helm releases"},
+		{name: "helm release of another name, opted in, consented: taken over", helm: true,
+			existing: existing(consented(releaseOf("other", "ns")), helmLabel, nil)},
+		{name: "helm release of another name, opted in, no consent: refused", helm: true, existing: existing(releaseOf("other", "ns"), helmLabel, nil),
+			wantErr: "is not owned by this AppService; to let it adopt"},
+		{name: "helm release of another namespace, opted in, no consent: refused", helm: true, existing: existing(releaseOf("web", "elsewhere"), helmLabel, nil),
+			wantErr: "is not owned by this AppService; to let it adopt"},
+		{name: "helm's annotations without helm's managed-by label, opted in, no consent: refused", helm: true, existing: existing(releaseOf("web", "ns"), nil, nil),
+			wantErr: "is not owned by this AppService; to let it adopt"},
+		{name: "helm's annotations without helm's managed-by label, consented: taken over, no opt-in needed",
+			existing: existing(consented(releaseOf("web", "ns")), nil, nil)},
+		{name: "helm release consented but controlled by a ReplicaSet: refused", helm: true,
+			existing: existing(consented(releaseOf("web", "ns")), helmLabel,
+				&metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}),
 			wantErr: `controlled by ReplicaSet "rs"`},
 		{name: "helm release already another parent's: refused", helm: true,
 			existing: existing(map[string]string{AnnotationParent: "AppService.app.example.com/ns/other", AnnotationHelmReleaseName: "web",
 				AnnotationHelmReleaseNamespace: "ns"}, map[string]string{LabelManagedBy: "op"}, nil), wantErr: "belongs to AppService.app.example.com/ns/other"},
+		{name: "helm release consented to another parent: refused", helm: true,
+			existing: existing(map[string]string{AnnotationParent: "AppService.app.example.com/ns/other", AnnotationHelmReleaseName: "web",
+				AnnotationHelmReleaseNamespace: "ns"}, helmLabel, nil), wantErr: "it belongs to the Helm release ns/web"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,10 +39,16 @@ const (
 )
 
 // Claimant is who claims a child: the operator's field manager, and
-// whether the parent takes over the Helm release of its name (a chart
-// kind: docs/helm.md).
+// whether the parent's kind takes over Helm releases (a chart kind whose
+// kind.yaml sets adoptHelmReleases: docs/helm.md).
 type Claimant struct {
-	Manager           string
+	Manager string
+	// AdoptHelmReleases is the kind author's permission to accept the
+	// consent of a Helm release's owner: an object that Helm made
+	// (LabelManagedBy "Helm") is taken over only with it, and only when
+	// the object names the parent in AnnotationParent. It is never the
+	// consent itself: the CR author chooses the parent's name, and with
+	// it which release it would take.
 	AdoptHelmReleases bool
 }
 
@@ -51,27 +57,44 @@ type Claimant struct {
 // may when the object names parent in its AnnotationParent annotation:
 // either the operator made it for this parent (or for an earlier object of
 // the same name, being replaced), or whoever owns the object consented to
-// the adoption by writing that annotation, as Helm's release annotations
-// work. A chart kind's parent may also take over the objects of the Helm
-// release named as the parent, in the parent's namespace: that is how a
-// release moves from helm install or the Helm operator to the engine.
-// Even then, another controller keeps its object.
+// the adoption by writing that annotation, which takes the right to write
+// the object itself. An object that Helm made is taken over only by a
+// kind that accepts Helm releases: that is how a release moves from helm
+// install or the Helm operator to the engine, with its owner's consent on
+// each of its objects. Even then, another controller keeps its object.
+//
+// Helm's release annotations alone are never consent: whoever may create
+// the parent's kind in a namespace could otherwise name a parent after
+// any release there and take its objects over (run their own image in its
+// Deployment).
 func Claim(existing metav1.Object, gk schema.GroupKind, parent *unstructured.Unstructured, who Claimant) error {
 	p := ParentOf(parent)
 	what := fmt.Sprintf("%s %s", gk, objectPath(existing.GetNamespace(), existing.GetName()))
 	named := existing.GetAnnotations()[AnnotationParent]
-	if named == p.String() || who.AdoptHelmReleases && named == "" && helmRelease(existing, parent) {
+	consent := AnnotationParent + "=" + p.String()
+	if named == p.String() {
 		if c := metav1.GetControllerOfNoCopy(existing); c != nil && c.UID != parent.GetUID() &&
 			(c.Kind != parent.GetKind() || c.Name != parent.GetName() || groupOf(c.APIVersion) != p.GroupKind.Group) {
 			return &ConflictError{Reason: fmt.Sprintf("%s exists and is controlled by %s %q, not by this %s", what, c.Kind, c.Name, p.GroupKind.Kind)}
+		}
+		if helmMade(existing) && !who.AdoptHelmReleases {
+			return &ConflictError{Reason: fmt.Sprintf("%s was made by Helm (%s: Helm) and its owner consents to this %s taking it over, "+
+				"but kind %s does not take over Helm releases: its kind.yaml must set adoptHelmReleases: true", what, LabelManagedBy, p.GroupKind.Kind, p.GroupKind)}
 		}
 		return nil
 	}
 	if named != "" && existing.GetLabels()[LabelManagedBy] == who.Manager {
 		return &ConflictError{Reason: fmt.Sprintf("%s exists and belongs to %s: two objects render the same child", what, named)}
 	}
-	return &ConflictError{Reason: fmt.Sprintf("%s exists and is not owned by this %s; to let it adopt the object, annotate the object with %s=%s",
-		what, p.GroupKind.Kind, AnnotationParent, p.String())}
+	if who.AdoptHelmReleases && helmRelease(existing, parent) {
+		ns, name := parent.GetNamespace(), parent.GetName()
+		return &ConflictError{Reason: fmt.Sprintf("%s exists and is not owned by this %s: it belongs to the Helm release %s/%s, "+
+			"which this %s takes over only with the consent of whoever may write the release's objects: they annotate each of them with %s "+
+			"(the whole release: helm get manifest %s -n %s | kubectl annotate -n %s -f - %s)",
+			what, p.GroupKind.Kind, ns, name, p.GroupKind.Kind, consent, name, ns, ns, consent)}
+	}
+	return &ConflictError{Reason: fmt.Sprintf("%s exists and is not owned by this %s; to let it adopt the object, annotate the object with %s",
+		what, p.GroupKind.Kind, consent)}
 }
 
 func groupOf(apiVersion string) string {
@@ -89,14 +112,21 @@ func objectPath(ns, name string) string {
 	return ns + "/" + name
 }
 
-// helmRelease reports whether existing belongs to the Helm release that
-// parent takes over: made by Helm (its managed-by label), for the release
-// of parent's name in parent's namespace. A Helm release of a
-// cluster-scoped parent has no namespace of its own to match, and is never
-// taken over.
+// helmMade reports whether Helm made existing: helm install and the Helm
+// operator label what they create so, and Helm itself takes over an
+// existing object only when it carries this label and its release
+// annotations.
+func helmMade(existing metav1.Object) bool {
+	return existing.GetLabels()[LabelManagedBy] == "Helm"
+}
+
+// helmRelease reports whether existing belongs to the Helm release of
+// parent's name in parent's namespace: made by Helm, its release
+// annotations naming that release. A Helm release of a cluster-scoped
+// parent has no namespace of its own to match.
 func helmRelease(existing metav1.Object, parent *unstructured.Unstructured) bool {
 	ann := existing.GetAnnotations()
-	return parent.GetNamespace() != "" && existing.GetLabels()[LabelManagedBy] == "Helm" &&
+	return parent.GetNamespace() != "" && helmMade(existing) &&
 		ann[AnnotationHelmReleaseName] == parent.GetName() &&
 		ann[AnnotationHelmReleaseNamespace] == parent.GetNamespace()
 }

@@ -19,10 +19,12 @@
 //     it would take over.
 //   - Decide whether a parent may apply over an object that already holds
 //     a child's name (Claim): only when the object names the parent, because
-//     the operator made it or its owner consented to the adoption.
+//     the operator made it or its owner consented to the adoption; an
+//     object Helm made, only when the kind accepts Helm releases too.
 //   - Add a controller ownerReference to the parent where Kubernetes allows
 //     one (same namespace, or a cluster-scoped parent), so that deleting the
-//     parent is garbage collection.
+//     parent is garbage collection; none to a child the kind keeps (a
+//     chart's helm.sh/resource-policy: keep), which outlives the parent.
 //   - Label every child with the managing operator and the parent's UID,
 //     and annotate it with the parent's identity and its template file.
 //     Watches select children by the labels, map events back to the parent

@@ -186,7 +186,7 @@ func TestAdopt(t *testing.T) {
 			w := read()
 			w.SetResourceVersion("11")
 			tc.written(w)
-			adopt(obj, w, Finalizer, AnnotationPruneHeld, AnnotationDeleteHooksRan)
+			adopt(obj, w, Finalizer, AnnotationPruneHeld)
 			if got := obj.GetResourceVersion(); got != tc.want {
 				t.Errorf("resourceVersion %s; want %s", got, tc.want)
 			}

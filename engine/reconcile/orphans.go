@@ -59,7 +59,8 @@ var errParentGone = fmt.Errorf("the parent was deleted while its children were a
 // outside their parent's namespace) and whose parent no longer exists.
 // exists tells whether a parent of the kind exists, and its UID; it must
 // ask the API server when its cache has no such object, as a kind's
-// selector hides objects that exist.
+// selector hides objects that exist. A kept child (catalog.Kind.Kept) has
+// no owner either, and outlives its parent on purpose: it stays.
 func (r *Reconciler) Sweep(ctx context.Context, exists func(ctx context.Context, namespace, name string) (types.UID, bool, error)) (int, error) {
 	mappings, err := r.pruneScope(ctx, &Plan{})
 	if err != nil {
@@ -73,7 +74,7 @@ func (r *Reconciler) Sweep(ctx context.Context, exists func(ctx context.Context,
 	orphans := map[apply.Key]apply.Child{}
 	for k, o := range unowned {
 		p, err := ownership.ParseParent(o.GetAnnotations()[ownership.AnnotationParent])
-		if err != nil || p.GroupKind != gk {
+		if err != nil || p.GroupKind != gk || r.Kind.Kept(o) {
 			continue
 		}
 		uid, ok, err := exists(ctx, p.Namespace, p.Name)

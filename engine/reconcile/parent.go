@@ -27,32 +27,24 @@ const (
 	// lives on the object, not in the operator's memory, so that a restart
 	// neither forgets a hold nor restarts its clock.
 	AnnotationPruneHeld = "operator.tmplop.io/prune-held"
-	// AnnotationDeleteHooksRan records on a parent being deleted that its
-	// pre-delete hooks ran: the children, the hooks among them, are deleted
-	// next, and a hook gone must not be taken for one not run yet.
-	AnnotationDeleteHooksRan = "operator.tmplop.io/delete-hooks-ran"
-	// AnnotationPostDeleteHooksRan records on a parent being deleted that
-	// its post-delete hooks ran once its other children were gone: the
-	// hooks are deleted next, and must not be taken for hooks not run yet.
-	AnnotationPostDeleteHooksRan = "operator.tmplop.io/post-delete-hooks-ran"
 )
 
 // parentMeta is everything the operator writes to a parent's metadata.
 // Server-side apply makes the fields we stop sending disappear, so each
 // write carries all of it.
+//
+// Nothing here is a record the operator trusts against the object's author,
+// who may write the same metadata: the record that a chart's deletion hooks
+// ran lives in the status (deleteHooksRan).
 type parentMeta struct {
-	finalizer          bool
-	pruneHeld          string
-	deleteHooksRan     bool
-	postDeleteHooksRan bool
+	finalizer bool
+	pruneHeld string
 }
 
 func currentMeta(obj *unstructured.Unstructured) parentMeta {
 	return parentMeta{
-		finalizer:          slices.Contains(obj.GetFinalizers(), Finalizer),
-		pruneHeld:          obj.GetAnnotations()[AnnotationPruneHeld],
-		deleteHooksRan:     obj.GetAnnotations()[AnnotationDeleteHooksRan] == "true",
-		postDeleteHooksRan: obj.GetAnnotations()[AnnotationPostDeleteHooksRan] == "true",
+		finalizer: slices.Contains(obj.GetFinalizers(), Finalizer),
+		pruneHeld: obj.GetAnnotations()[AnnotationPruneHeld],
 	}
 }
 
@@ -75,12 +67,6 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	if want.pruneHeld != "" {
 		ann[AnnotationPruneHeld] = want.pruneHeld
 	}
-	if want.deleteHooksRan {
-		ann[AnnotationDeleteHooksRan] = "true"
-	}
-	if want.postDeleteHooksRan {
-		ann[AnnotationPostDeleteHooksRan] = "true"
-	}
 	if len(ann) > 0 {
 		md["annotations"] = ann
 	}
@@ -91,7 +77,7 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	}
 	r.Stats.add(&r.Stats.ParentWrites)
 	klog.FromContext(ctx).V(2).Info("Wrote the parent's metadata", "finalizer", want.finalizer, "pruneHeld", want.pruneHeld, "resourceVersion", live.GetResourceVersion())
-	adopt(obj, live, Finalizer, AnnotationPruneHeld, AnnotationDeleteHooksRan, AnnotationPostDeleteHooksRan)
+	adopt(obj, live, Finalizer, AnnotationPruneHeld)
 	obj.SetFinalizers(live.GetFinalizers())
 	obj.SetAnnotations(live.GetAnnotations())
 	return nil
@@ -105,25 +91,25 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 //
 // A chart's parent runs its hooks as helm uninstall does: the pre-delete
 // hooks before any child goes, the post-delete hooks once every other
-// child is gone; each set is recorded on the parent once it ran, and the
-// post-delete hooks are then deleted like the other children, so that
-// nothing is left behind when the finalizer is released.
+// child is gone; each set is recorded in the parent's status once it ran
+// (recordDeleteHooks), and the post-delete hooks are then deleted like the
+// other children, so that nothing is left behind when the finalizer is
+// released.
 func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	if !slices.Contains(obj.GetFinalizers(), Finalizer) {
 		return Result{}, nil
 	}
-	m := currentMeta(obj)
-	if r.Kind.Chart != nil && !m.deleteHooksRan {
+	ran := deleteHooksRan(obj)
+	if r.Kind.Chart != nil && !ran[preDelete.name] {
 		if wait, err := r.runDeleteHooks(ctx, obj, preDelete); err != nil || wait {
 			return Result{RequeueAfter: deleteHookRetry}, err
 		}
-		m.deleteHooksRan = true
-		if err := r.writeParentMeta(ctx, obj, m); err != nil {
+		if err := r.recordDeleteHooks(ctx, obj, preDelete); err != nil {
 			return Result{}, fmt.Errorf("finalize: record the pre-delete hooks: %w", err)
 		}
 	}
 	// Post-delete hooks wait, neither deleted nor counted, until they ran.
-	keepPostHooks := r.Kind.Chart != nil && !m.postDeleteHooksRan
+	keepPostHooks := r.Kind.Chart != nil && !ran[postDelete.name]
 	remaining, err := r.deleteChildren(ctx, obj, keepPostHooks)
 	if err != nil {
 		return Result{}, err
@@ -136,8 +122,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 		if wait, err := r.runDeleteHooks(ctx, obj, postDelete); err != nil || wait {
 			return Result{RequeueAfter: deleteHookRetry}, err
 		}
-		m.postDeleteHooksRan = true
-		if err := r.writeParentMeta(ctx, obj, m); err != nil {
+		if err := r.recordDeleteHooks(ctx, obj, postDelete); err != nil {
 			return Result{}, fmt.Errorf("finalize: record the post-delete hooks: %w", err)
 		}
 		// The hooks are children now to delete; the pass after finds
@@ -155,7 +140,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 // deleteChildren deletes the children of obj that are not being deleted
 // yet, and returns how many are left in the cluster, those being deleted
 // included; with keepPostHooks, a post-delete hook is neither deleted nor
-// counted.
+// counted. A kept child (a chart's helm.sh/resource-policy: keep on the
+// live object) is neither: helm uninstall leaves it too.
 func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstructured, keepPostHooks bool) (remaining int, err error) {
 	gks, err := r.Inventory.ChildKinds(ctx, r.Kind.GVK.GroupKind())
 	if err != nil {
@@ -174,8 +160,9 @@ func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstr
 		if err != nil {
 			return 0, fmt.Errorf("finalize: list %s: %w", gk, err)
 		}
-		for _, c := range list.Items {
-			if keepPostHooks && chart.IsPostDeleteHook(c.GetAnnotations()) {
+		for i := range list.Items {
+			c := &list.Items[i]
+			if keepPostHooks && chart.IsPostDeleteHook(c.GetAnnotations()) || r.Kind.Kept(c) {
 				continue
 			}
 			remaining++

@@ -1,8 +1,10 @@
 package reconcile
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,6 +99,68 @@ func TestPlanNeedsFinalizer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.plan.NeedsFinalizer(); got != tc.want {
 				t.Errorf("NeedsFinalizer() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMakePlanKept: a chart's child with helm.sh/resource-policy: keep gets
+// no owner reference (the garbage collector would delete it with the
+// parent) and no need of the finalizer (which only deletes); its other
+// children, and a folder of templates whatever its annotations, get the
+// parent's controller reference. Either way the child carries the parent's
+// labels, so that a new parent of the same name takes it back.
+func TestMakePlanKept(t *testing.T) {
+	parent := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "K",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "u1"}, "spec": map[string]any{}}}
+	kept := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-db\n  annotations:\n    helm.sh/resource-policy: %s\n"
+	plain := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\n"
+	chartKind := func(t *testing.T, policy string) *catalog.Kind {
+		k, err := catalog.LoadKindFS("c", "test", fstest.MapFS{
+			"Chart.yaml":          {Data: []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n")},
+			"kind.yaml":           {Data: []byte("apiVersion: e.io/v1\nkind: K\n")},
+			"templates/db.yaml":   {Data: []byte(fmt.Sprintf(kept, policy))},
+			"templates/conf.yaml": {Data: []byte(plain)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	templatesKind := func(t *testing.T, policy string) *catalog.Kind {
+		return kind(t, false, map[string]string{"db.yaml": strings.ReplaceAll(fmt.Sprintf(kept, policy), ".Release.Name", ".Name"),
+			"conf.yaml": strings.ReplaceAll(plain, ".Release.Name", ".Name")})
+	}
+	for name, tc := range map[string]struct {
+		kind     func(*testing.T, string) *catalog.Kind
+		policy   string
+		wantKept bool
+	}{
+		"chart, keep":                  {kind: chartKind, policy: "keep", wantKept: true},
+		"chart, keep as helm reads it": {kind: chartKind, policy: `" KEEP "`, wantKept: true},
+		"chart, another policy":        {kind: chartKind, policy: "delete"},
+		"folder of templates, keep":    {kind: templatesKind, policy: "keep"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plan, err := MakePlan(t.Context(), tc.kind(t, tc.policy), parent.DeepCopy(), render.Input{}, chart.Cluster{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Children) != 2 {
+				t.Fatalf("children = %d, want 2", len(plan.Children))
+			}
+			for _, c := range plan.Children {
+				wantOwned := c.Object.GetKind() == "ConfigMap" || !tc.wantKept
+				refs := c.Object.GetOwnerReferences()
+				if owned := len(refs) == 1 && refs[0].UID == "u1"; owned != wantOwned || !owned && len(refs) > 0 {
+					t.Errorf("%s: owner references %v, want the parent's controller reference: %v", c.Object.GetKind(), refs, wantOwned)
+				}
+				if c.NeedsFinalizer {
+					t.Errorf("%s needs the finalizer", c.Object.GetKind())
+				}
+				if !ownership.IsChildOf(c.Object, parent, "op") {
+					t.Errorf("%s not labelled as the parent's child", c.Object.GetKind())
+				}
 			}
 		})
 	}

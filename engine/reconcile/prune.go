@@ -37,8 +37,10 @@ type pruneOutcome struct {
 // prune deletes the parent's children that are not in keep, over every
 // kind the parent's kind has applied (the inventory) and the planned ones,
 // so that a kind the templates stopped rendering is still pruned after a
-// restart. Children with the prune: disabled annotation, and every child
-// of a kind with prune: false, stay. The deletion guard may hold it back.
+// restart. Children with the prune: disabled annotation, the kind's kept
+// children (a chart's helm.sh/resource-policy: keep on the live object, as
+// helm upgrade reads it), and every child of a kind with prune: false,
+// stay. The deletion guard may hold it back.
 func (r *Reconciler) prune(ctx context.Context, obj *unstructured.Unstructured, plan *Plan, keep map[apply.Key]bool, now time.Time) (pruneOutcome, error) {
 	if !r.Kind.Pruning() {
 		return pruneOutcome{}, nil
@@ -53,7 +55,7 @@ func (r *Reconciler) prune(ctx context.Context, obj *unstructured.Unstructured, 
 	}
 	candidates := map[apply.Key]apply.Child{}
 	for k, o := range existing {
-		if !keep[k] && o.GetDeletionTimestamp() == nil && !ownership.PruneDisabled(o) {
+		if !keep[k] && o.GetDeletionTimestamp() == nil && !ownership.PruneDisabled(o) && !r.Kind.Kept(o) {
 			candidates[k] = o
 		}
 	}

@@ -108,15 +108,21 @@ spec:
 
 // TestChartAdoptsHelmRelease: objects that helm install made for a release
 // (Helm's own engine renders the chart; its annotations name the release
-// and namespace) are taken over in place by the WebApp of the same name: no
-// conflict, the same objects (UIDs), and a Deployment whose spec did not
-// change is not rolled (its generation stays).
+// and namespace), once the release's owner consented (each names the
+// WebApp in operator.tmplop.io/parent), are taken over in place by the
+// WebApp of the same name: no conflict, the same objects (UIDs), and a
+// Deployment whose spec did not change is not rolled (its generation
+// stays). Without the consent nothing is taken:
+// TestChartHelmReleaseNeedsConsent.
 func TestChartAdoptsHelmRelease(t *testing.T) {
 	ns := env.Namespace(t)
 	values := map[string]any{"image": map[string]any{"tag": "1.25.0"}, "migration": map[string]any{"enabled": false}}
 	installed := map[string]*unstructured.Unstructured{}
 	for _, m := range helmInstall(t, filepath.Join(env.RepoRoot(), "templates", "webapp"), "legacy", ns, values) {
 		res := map[string]schema.GroupVersionResource{"ConfigMap": configMapGVR, "Deployment": deployGVR, "Service": serviceGVR}[m.GetKind()]
+		ann := m.GetAnnotations()
+		ann[ownership.AnnotationParent] = "WebApp.charts.tmplop.io/" + ns + "/legacy"
+		m.SetAnnotations(ann)
 		installed[m.GetKind()] = env.CreateObject(t, res, ns, m)
 	}
 	if len(installed) != 3 {
@@ -392,7 +398,8 @@ func TestChartHookDeletePolicies(t *testing.T) {
 
 // TestChartRefusesHelmReleaseWithoutOptIn: a chart kind without
 // adoptHelmReleases does not take over a Helm release's object of its
-// name: the object stays as Helm made it, and the parent says why.
+// name, not even once the release's owner consents: the object stays as
+// Helm made it, and the parent says why.
 func TestChartRefusesHelmReleaseWithoutOptIn(t *testing.T) {
 	startKind(t, "testdata/templates/hooked")
 	ns := env.Namespace(t)
@@ -408,6 +415,9 @@ data:
 `)
 	env.Create(t, hookedGVR, ns, "apiVersion: e2e.tmplop.io/v1\nkind: Hooked\nmetadata:\n  name: r\nspec:\n  version: \"1\"\n")
 	env.WaitCondition(t, hookedGVR, ns, "r", "Reconciled", "False", "OwnershipConflict", "ConfigMap", "r-app", "not owned by this Hooked")
+	helmMade = env.Patch(t, configMapGVR, ns, "r-app", `{"metadata":{"annotations":{"operator.tmplop.io/parent":"Hooked.e2e.tmplop.io/`+ns+`/r"}}}`)
+	env.WaitCondition(t, hookedGVR, ns, "r", "Reconciled", "False", "OwnershipConflict", "ConfigMap", "r-app",
+		"does not take over Helm releases", "adoptHelmReleases: true")
 	cm, err := env.Get(t.Context(), configMapGVR, ns, "r-app")
 	if err != nil {
 		t.Fatal(err)
