@@ -64,6 +64,9 @@ type childWatches struct {
 
 type childWatch struct {
 	ours, others *watchHandle
+	// mapping is the resource's, at the version watched: what reads a
+	// child the watch keeps as a stub.
+	mapping *meta.RESTMapping
 	// kinds are those that ensured the watch; the zero GroupKind stands
 	// for a caller outside any kind, held until the Manager stops.
 	kinds map[schema.GroupKind]bool
@@ -145,7 +148,8 @@ func (w *childWatches) watch(ctx context.Context, m *meta.RESTMapping) *childWat
 			nil, handler(onMetadata(func(p *metav1.PartialObjectMetadata) {
 				w.wake(apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name})
 			}))),
-		kinds: map[schema.GroupKind]bool{gk: true},
+		mapping: m,
+		kinds:   map[schema.GroupKind]bool{gk: true},
 	}
 	w.byGR[gr] = cw
 	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", m.Resource.String(), "selector", selector)
@@ -234,25 +238,35 @@ func (w *childWatches) informers(gr schema.GroupResource) *childWatch {
 	return w.byGR[gr]
 }
 
-// Get implements apply.Cache.
-func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool) {
+// Get implements apply.Cache: a child the watch keeps whole is decoded
+// from it; one it keeps as a stub is read from the API server, as the
+// operator, as the watches are.
+func (w *childWatches) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	cw := w.informers(gr)
 	if cw == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	o, exists, err := cw.ours.informer().GetIndexer().GetByKey(objectKey(namespace, name))
 	if err != nil || !exists {
-		return nil, false
+		return nil, false, err
 	}
 	c, ok := o.(*cached.Object)
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
-	u, err := c.Object()
+	if !c.Stubbed() {
+		u, err := c.Object()
+		return u, err == nil, err
+	}
+	live, err := w.client.Get(ctx, cw.mapping, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
 	if err != nil {
-		return nil, false
+		return nil, false, fmt.Errorf("read %s %s, cached as metadata only: %w", gr, objectKey(namespace, name), err)
 	}
-	return u, true
+	live.SetManagedFields(nil) // as the cache keeps its objects
+	return live, true, nil
 }
 
 // Peek implements apply.Cache.
