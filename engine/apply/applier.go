@@ -23,10 +23,13 @@ type Cache interface {
 	// group and resource) and waits until its caches have synced.
 	Ensure(ctx context.Context, m *meta.RESTMapping) error
 	// Get returns one of the operator's children (an object carrying its
-	// managed-by label), as last seen.
-	Get(gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool)
+	// managed-by label), as last seen; false when there is none. A child
+	// the cache keeps as metadata only (one it cannot match to a parent
+	// served: anyone may write the label) is read from the API server.
+	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool, error)
 	// Peek is Get without the content: the child's metadata, from the same
-	// watch (the one whose events wake the parent), decoding nothing.
+	// watch (the one whose events wake the parent), decoding nothing and
+	// reading nothing.
 	Peek(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
 	// Occupant returns the metadata of any object of gr, the operator's or
 	// not: what a child would overwrite.
@@ -158,7 +161,22 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 	if err := ownership.Claim(occ, m.GroupVersionKind.GroupKind(), parent, who); err != nil {
 		return nil, err
 	}
-	if live, ok := a.cache.Get(gr, key.Namespace, key.Name); ok && live.GetUID() == occ.GetUID() && live.GetDeletionTimestamp() == nil {
+	live, ok, err := a.cache.Get(ctx, gr, key.Namespace, key.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	if !ok {
+		return d, nil // not ours: the apply adopts it, with the consent Claim found
+	}
+	if live.GetUID() != occ.GetUID() {
+		// Read after the cache's view (from the server, or the cache
+		// moved on): the name changed hands meanwhile, and what holds it
+		// now is claimed in its turn.
+		if err := ownership.Claim(live, m.GroupVersionKind.GroupKind(), parent, who); err != nil {
+			return nil, err
+		}
+	}
+	if live.GetDeletionTimestamp() == nil {
 		d.Live = live
 		d.UpToDate = unchanged(live, child)
 	}
@@ -271,9 +289,10 @@ func (a *Applier) Peek(key Key) (metav1.Object, bool) {
 	return a.cache.Peek(key.GR, key.Namespace, key.Name)
 }
 
-// Live returns one of the operator's children, decoded from the cache.
-func (a *Applier) Live(key Key) (*unstructured.Unstructured, bool) {
-	return a.cache.Get(key.GR, key.Namespace, key.Name)
+// Live returns one of the operator's children, decoded from the cache (or
+// read, for one the cache keeps as metadata only: Cache.Get).
+func (a *Applier) Live(ctx context.Context, key Key) (*unstructured.Unstructured, bool, error) {
+	return a.cache.Get(ctx, key.GR, key.Namespace, key.Name)
 }
 
 // IsConflict reports whether err is a child the parent may not take over.

@@ -17,14 +17,20 @@ import (
 
 // fakeCache holds objects by key; all holds what the metadata watch sees,
 // ours what the watch of our children sees (they may disagree for a while).
+// getErr is what Get returns, as the controller's does when it reads a
+// child it keeps as a stub and the read fails.
 type fakeCache struct {
 	all, ours map[Key]*unstructured.Unstructured
+	getErr    error
 }
 
 func (f *fakeCache) Ensure(context.Context, *meta.RESTMapping) error { return nil }
-func (f *fakeCache) Get(gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool) {
+func (f *fakeCache) Get(_ context.Context, gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool, error) {
+	if f.getErr != nil {
+		return nil, false, f.getErr
+	}
 	o, ok := f.ours[Key{gr, ns, name}]
-	return o, ok
+	return o, ok, nil
 }
 func (f *fakeCache) Peek(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {
 	o, ok := f.ours[Key{gr, ns, name}]
@@ -86,6 +92,7 @@ func TestPrepare(t *testing.T) {
 		name       string
 		all, ours  *unstructured.Unstructured
 		desired    *unstructured.Unstructured
+		getErr     error
 		wantErr    bool
 		wantExists bool
 		upToDate   bool
@@ -98,10 +105,16 @@ func TestPrepare(t *testing.T) {
 		{name: "ours, our watch lagging", all: child(mine, "u1"), wantExists: false},
 		{name: "gone, our watch lagging", ours: child(mine, "u1"), wantExists: false},
 		{name: "replaced by someone else, our watch lagging", all: child(nil, "u2"), ours: child(mine, "u1"), wantErr: true},
+		// Get reads a child the cache keeps as a stub from the API server,
+		// after the occupant was claimed: what holds the name now is
+		// claimed again, never taken over unclaimed.
+		{name: "replaced by someone else, read after the claim", all: child(mine, "u1"), ours: child(nil, "u2"), wantErr: true},
+		{name: "replaced by another of ours, read after the claim", all: child(mine, "u1"), ours: child(mine, "u2"), wantExists: true},
+		{name: "the read fails", all: child(mine, "u1"), ours: child(mine, "u1"), getErr: errors.New("connection refused"), wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fc := &fakeCache{all: map[Key]*unstructured.Unstructured{}, ours: map[Key]*unstructured.Unstructured{}}
+			fc := &fakeCache{all: map[Key]*unstructured.Unstructured{}, ours: map[Key]*unstructured.Unstructured{}, getErr: tc.getErr}
 			if tc.all != nil {
 				fc.all[key] = tc.all
 			}
@@ -121,8 +134,8 @@ func TestPrepare(t *testing.T) {
 			d, err := a.Prepare(t.Context(), c, m, parent, desired, ownership.Claimant{Manager: "op"})
 			if tc.wantErr {
 				var ce *ownership.ConflictError
-				if !errors.As(err, &ce) {
-					t.Fatalf("err = %v, want a conflict", err)
+				if !errors.As(err, &ce) && !errors.Is(err, tc.getErr) {
+					t.Fatalf("err = %v, want a conflict or the read's error", err)
 				}
 				return
 			}

@@ -8,7 +8,8 @@
 //   - Check each child against the object that holds its name before
 //     anything is applied (Prepare): the name must be free or the object
 //     the parent's (ownership.Claim), read from the watches of our children
-//     and of every other object's metadata, so the check costs no request.
+//     and of every other object's metadata, so the check costs no request
+//     (but for a child the cache keeps as metadata only, read live: Cache).
 //   - Server-side apply each child through the kind's kube.Client, with the
 //     live object's UID as a precondition, and skip the write when the
 //     watched child already holds what would be applied: at rest the

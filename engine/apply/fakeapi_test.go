@@ -264,12 +264,13 @@ func find(objs []*unstructured.Unstructured, ns, name string) (*unstructured.Uns
 	return nil, false
 }
 
-func (w *fakeWatches) Get(gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool) {
-	return find(w.ours(gr), ns, name)
+func (w *fakeWatches) Get(_ context.Context, gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool, error) {
+	o, ok := find(w.ours(gr), ns, name)
+	return o, ok, nil
 }
 
 func (w *fakeWatches) Peek(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {
-	return w.Get(gr, ns, name)
+	return find(w.ours(gr), ns, name)
 }
 
 func (w *fakeWatches) Occupant(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {

@@ -44,9 +44,11 @@ func (s *span) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// decodeObject decodes one object of a list or a watch event. data is
-// kept (less managedFields), so the caller must not reuse it. An object
-// of kind Status (a watch's error event) is returned as a *metav1.Status.
+// decodeObject decodes one object of a list or a watch event. What the
+// Object keeps of data (all of it less managedFields) is a copy, made once:
+// data is a slice of a list's body or of the watch decoder's buffer, which
+// the caller may reuse. An object of kind Status (a watch's error event) is
+// returned as a *metav1.Status.
 func decodeObject(data []byte) (runtime.Object, error) {
 	var h head
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &h); err != nil {
@@ -59,8 +61,10 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		}
 		return st, nil
 	}
-	raw := data
-	if h.Metadata.ManagedFields.b != nil {
+	var raw []byte
+	if h.Metadata.ManagedFields.b == nil {
+		raw = bytes.Clone(data)
+	} else {
 		var ok bool
 		if raw, ok = withoutValue(data, h.Metadata.ManagedFields.b, `"managedFields"`); !ok {
 			// Not where a compact encoding puts it: take the long way.
@@ -155,12 +159,13 @@ type listBody struct {
 	Items      []rawItem       `json:"items"`
 }
 
-// rawItem keeps an item's bytes (a copy: the list's body is not
-// kept).
+// rawItem is an item's bytes, a slice of the list's body: decodeObject
+// copies what it keeps, so that each item is copied once and the body is
+// not kept.
 type rawItem []byte
 
 func (r *rawItem) UnmarshalJSON(b []byte) error {
-	*r = bytes.Clone(b)
+	*r = b
 	return nil
 }
 

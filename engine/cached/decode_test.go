@@ -139,6 +139,11 @@ func TestDecodeList(t *testing.T) {
 	if l.Items[0].Labels != nil {
 		t.Error("DeepCopyObject shares metadata")
 	}
+	// The items own their bytes: the body is the response's, not kept.
+	clear(data)
+	if b, err := l.Items[1].Object(); err != nil || b.GetName() != "b" {
+		t.Errorf("item 1 after the body was reused: %v, %v", b, err)
+	}
 }
 
 func TestDecodeWatchEnvelope(t *testing.T) {

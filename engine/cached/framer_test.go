@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -121,6 +122,48 @@ func TestLineFramer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodedObjectsOwnTheirBytes: the objects of a watch stream are kept
+// by the cache long after the decoder has read the next events into the
+// same buffers (its own, and the framer's for long lines): each object
+// must hold a copy of its own.
+func TestDecodedObjectsOwnTheirBytes(t *testing.T) {
+	cm := func(name, fill string, managed bool) string {
+		mf := ""
+		if managed {
+			mf = `,"managedFields":[{"manager":"m"}]`
+		}
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"` + mf + `},"data":{"k":"` + fill + `"}}`
+	}
+	var stream strings.Builder
+	for i, size := range []int{10, 100 << 10, 40 << 10, 200 << 10, 10, 100 << 10} {
+		stream.WriteString(event("ADDED", cm(fmt.Sprint("c", i), strings.Repeat(string(rune('a'+i)), size), i%2 == 0)))
+	}
+	var objs []runtime.Object
+	var at []string // each object's JSON when it was decoded
+	err := eachEvent(stream.String(), lineFramer{}, codec{}, func(_ watch.EventType, obj runtime.Object) {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, at = append(objs, obj), append(at, string(data))
+	})
+	if err != nil || len(objs) != 6 {
+		t.Fatalf("%d events, %v", len(objs), err)
+	}
+	for i, obj := range objs {
+		u, err := obj.(*Object).Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(u.Object, "data", "k"); strings.Trim(got, string(rune('a'+i))) != "" {
+			t.Errorf("object %d changed after later events were decoded: data.k holds %q...", i, got[:min(len(got), 20)])
+		}
+		if data, _ := json.Marshal(obj); string(data) != at[i] {
+			t.Errorf("object %d changed after later events were decoded", i)
+		}
 	}
 }
 

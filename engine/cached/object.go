@@ -14,11 +14,22 @@ import (
 // the whole object (less managedFields) as JSON. At 10,000 objects with
 // 20,000 children, the difference with unstructured maps is most of the
 // operator's memory.
+//
+// A stub (Stub) holds the metadata only: what an informer keeps of an
+// object it must know exists but will not read.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	raw []byte
+	raw []byte // nil for a stub
 }
+
+// Stub is an Object of meta and no content, whose Object fails.
+func Stub(typ metav1.TypeMeta, meta metav1.ObjectMeta) *Object {
+	return &Object{TypeMeta: typ, ObjectMeta: meta}
+}
+
+// Stubbed reports whether c holds only its metadata (Stub).
+func (c *Object) Stubbed() bool { return c.raw == nil }
 
 var _ runtime.Object = (*Object)(nil)
 
@@ -32,6 +43,9 @@ func (c *Object) DeepCopyObject() runtime.Object {
 
 // Object decodes the cached object; the caller owns the result.
 func (c *Object) Object() (*unstructured.Unstructured, error) {
+	if c.Stubbed() {
+		return nil, fmt.Errorf("cached %s %s/%s: only its metadata is kept", c.Kind, c.Namespace, c.Name)
+	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(c.raw); err != nil {
 		return nil, fmt.Errorf("decode cached %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)

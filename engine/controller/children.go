@@ -35,9 +35,11 @@ const parentUIDIndex = "parent-uid"
 // childWatches is the apply.Cache: for each group and resource the
 // operator applies, two watches at the preferred version, shared by every
 // kind, split by the operator's managed-by label on the server. One holds
-// the operator's own children (compact); the other a stub of the metadata
-// of every other object, which is what tells an object someone else made
-// from a name that is free. Split so, each event is received once.
+// the operator's own children (compact), whole when matched to a parent
+// served, else a stub of their metadata (admission.go): anyone may write
+// the label. The other holds a stub of the metadata of every other object,
+// which is what tells an object someone else made from a name that is
+// free. Split so, each event is received once.
 //
 // Both are watched as the operator (whatever identity the kinds have), in
 // the Manager's watch set, held for the kinds that applied or pruned the
@@ -56,6 +58,9 @@ type childWatches struct {
 	// route enqueues the parent of a child that changed.
 	route   func(p ownership.Parent)
 	applier *apply.Applier
+	// parents returns the view of a served kind's objects that admission
+	// reads; false for a kind not served.
+	parents func(schema.GroupKind) (parentView, bool)
 
 	mu      sync.Mutex
 	byGR    map[schema.GroupResource]*childWatch
@@ -64,6 +69,9 @@ type childWatches struct {
 
 type childWatch struct {
 	ours, others *watchHandle
+	// mapping is the resource's, at the version watched: what reads a
+	// child the watch keeps as a stub.
+	mapping *meta.RESTMapping
 	// kinds are those that ensured the watch; the zero GroupKind stands
 	// for a caller outside any kind, held until the Manager stops.
 	kinds map[schema.GroupKind]bool
@@ -138,14 +146,15 @@ func (w *childWatches) watch(ctx context.Context, m *meta.RESTMapping) *childWat
 		selector += "," + shard.HeldByLabel + "=" + w.shard
 	}
 	cw := &childWatch{
-		ours: w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: selector},
+		ours: w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: selector, children: true},
 			cache.Indexers{parentUIDIndex: byParentUID},
 			handler(onObject(func(c *cached.Object, deleted bool) { w.notify(gr, c, deleted) }))),
 		others: w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: ownership.UnmanagedSelector(w.manager), metadata: true},
 			nil, handler(onMetadata(func(p *metav1.PartialObjectMetadata) {
 				w.wake(apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name})
 			}))),
-		kinds: map[schema.GroupKind]bool{gk: true},
+		mapping: m,
+		kinds:   map[schema.GroupKind]bool{gk: true},
 	}
 	w.byGR[gr] = cw
 	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", m.Resource.String(), "selector", selector)
@@ -234,25 +243,35 @@ func (w *childWatches) informers(gr schema.GroupResource) *childWatch {
 	return w.byGR[gr]
 }
 
-// Get implements apply.Cache.
-func (w *childWatches) Get(gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool) {
+// Get implements apply.Cache: a child the watch keeps whole is decoded
+// from it; one it keeps as a stub (admission.go) is read from the API
+// server, as the operator, as the watches are.
+func (w *childWatches) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	cw := w.informers(gr)
 	if cw == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	o, exists, err := cw.ours.informer().GetIndexer().GetByKey(objectKey(namespace, name))
 	if err != nil || !exists {
-		return nil, false
+		return nil, false, err
 	}
 	c, ok := o.(*cached.Object)
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
-	u, err := c.Object()
+	if !c.Stubbed() {
+		u, err := c.Object()
+		return u, err == nil, err
+	}
+	live, err := w.client.Get(ctx, cw.mapping, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
 	if err != nil {
-		return nil, false
+		return nil, false, fmt.Errorf("read %s %s, cached as metadata only: %w", gr, objectKey(namespace, name), err)
 	}
-	return u, true
+	live.SetManagedFields(nil) // as the cache keeps its objects
+	return live, true, nil
 }
 
 // Peek implements apply.Cache.

@@ -34,6 +34,10 @@
 //     label) and one of the metadata of every other object (what a child
 //     would overwrite); map each child event back to its parent, drop the echo
 //     of our own applies, and wake the parents waiting for a taken name.
+//     Anyone may write the label: a child is kept whole only when matched to
+//     a parent a kind's watch holds, else as a bounded stub of its metadata,
+//     and read from the API server when its content is needed
+//     (admission.go).
 //   - As one shard of a ring (Options.Sharding, run --sharding): watch
 //     only the objects labelled with the shard and the children labelled
 //     held by it, read live a child name the watches miss (another shard's

@@ -52,28 +52,13 @@ func onMetadata(on func(p *metav1.PartialObjectMetadata)) func(obj any, deleted 
 	}
 }
 
-// ownershipStub keeps of an object's metadata what ownership.Claim reads:
-// the cache of every object of a child's kind costs a few hundred bytes an
-// object, whatever the objects hold.
+// ownershipStub keeps of an object's metadata what ownership.Claim reads
+// (ownership.StubMeta): the cache of every object of a child's kind costs a
+// few hundred bytes an object, whatever the objects hold.
 func ownershipStub(obj any) (any, error) {
 	p, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	stub := &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		OwnerReferences: p.OwnerReferences, DeletionTimestamp: p.DeletionTimestamp,
-	}}
-	if v, ok := p.Labels[ownership.LabelManagedBy]; ok {
-		stub.Labels = map[string]string{ownership.LabelManagedBy: v}
-	}
-	for _, k := range []string{ownership.AnnotationParent, ownership.AnnotationHelmReleaseName, ownership.AnnotationHelmReleaseNamespace} {
-		if v, ok := p.Annotations[k]; ok {
-			if stub.Annotations == nil {
-				stub.Annotations = map[string]string{}
-			}
-			stub.Annotations[k] = v
-		}
-	}
-	return stub, nil
+	return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: ownership.StubMeta(p)}, nil
 }

@@ -53,8 +53,10 @@ type kindController struct {
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// watch is the kind's objects' watch, once the API server serves the
-	// kind; the kind holds it until it stops.
-	watch *watchHandle
+	// kind; the kind holds it until it stops. watchSince is when it was
+	// acquired.
+	watch      *watchHandle
+	watchSince time.Time
 }
 
 func (c *kindController) stop() {
@@ -80,6 +82,21 @@ func (c *kindController) synced() (served, synced bool) {
 	return h != nil, h != nil && h.hasSynced()
 }
 
+// parents is the view of the kind's objects that the admission of
+// children reads; false while the API server does not serve the kind, when
+// no object of it can exist.
+func (c *kindController) parents() (parentView, bool) {
+	c.mu.Lock()
+	h, since := c.watch, c.watchSince
+	c.mu.Unlock()
+	if h == nil {
+		return parentView{}, false
+	}
+	inf := h.informer()
+	return parentView{store: inf.GetStore(), synced: inf.HasSynced, listBy: since.Add(syncTimeout),
+		outside: c.kind.Spec.AllowClusterScoped}, true
+}
+
 // run serves the kind until ctx is done.
 func (c *kindController) run(ctx context.Context) {
 	defer close(c.done)
@@ -97,7 +114,7 @@ func (c *kindController) run(ctx context.Context) {
 	selector := c.selector()
 	watch := c.watches.acquire(c.client, watchKey{gvr: mapping.Resource, namespace: c.namespace, selector: selector}, nil, c.handler(queue))
 	c.mu.Lock()
-	c.queue, c.watch = queue, watch
+	c.queue, c.watch, c.watchSince = queue, watch, time.Now()
 	c.mu.Unlock()
 
 	// Workers start with the watch: objects are served as the initial list

@@ -176,9 +176,10 @@ func NewManagerForClient(ctx context.Context, client *kube.Client, opts Options)
 	}
 	m.children = &childWatches{
 		ctx: ctx, set: m.watches, client: client, manager: opts.FieldManager, namespace: opts.Namespace, shard: opts.shardID(),
-		route: m.routeChild,
-		byGR:  map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
+		route: m.routeChild, parents: m.parents,
+		byGR: map[schema.GroupResource]*childWatch{}, waiting: map[apply.Key][]ownership.Parent{},
 	}
+	m.watches.admit = m.children.admitted
 	m.applier = apply.NewApplier(m.children, m.children.routeParentOf)
 	m.children.applier = m.applier
 	m.lookups = &lookupWatches{
@@ -368,6 +369,18 @@ func (m *Manager) Wait() {
 	}
 	wg.Wait()
 	m.wg.Wait()
+}
+
+// parents is the view of kind gk's objects that the admission of children
+// reads; false when gk is not served.
+func (m *Manager) parents(gk schema.GroupKind) (parentView, bool) {
+	m.mu.Lock()
+	kc := m.kinds[gk]
+	m.mu.Unlock()
+	if kc == nil {
+		return parentView{}, false
+	}
+	return kc.parents()
 }
 
 // routeChild enqueues the parent of a child event.

@@ -29,6 +29,9 @@ type watchKey struct {
 	// to what ownership reads); else the objects whole, compact
 	// (cached.Object).
 	metadata bool
+	// children is the watch of the operator's own children: each object
+	// is kept whole or as a stub as watchSet.admit judges (admission.go).
+	children bool
 }
 
 // watchSet is the one set of informers of a Manager: the parents of every
@@ -38,8 +41,10 @@ type watchKey struct {
 // (metacontroller's shared, reference-counted dynamic informers.)
 type watchSet struct {
 	ctx context.Context
-	mu  sync.Mutex
-	by  map[watchKey]*sharedWatch
+	// admit is the transform of the children's watches (watchKey.children).
+	admit cache.TransformFunc
+	mu    sync.Mutex
+	by    map[watchKey]*sharedWatch
 }
 
 func newWatchSet(ctx context.Context) *watchSet {
@@ -99,6 +104,9 @@ func (s *watchSet) start(client *kube.Client, key watchKey) *sharedWatch {
 	} else {
 		inf = cache.NewSharedIndexInformer(client.ListWatch(key.gvr, key.namespace, key.selector),
 			&cached.Object{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if key.children && s.admit != nil {
+			_ = inf.SetTransform(s.admit)
+		}
 	}
 	go inf.Run(ctx.Done())
 	return &sharedWatch{inf: inf, cancel: cancel}

@@ -29,6 +29,9 @@
 //     and annotate it with the parent's identity and its template file.
 //     Watches select children by the labels, map events back to the parent
 //     by the annotation, and prune only what carries both labels.
+//   - Say what the caches keep of an object they must know but not read
+//     (StubMeta): what claims, pruning and the skip decisions read of it,
+//     bounded whatever the object holds, since anyone may create one.
 //
 // Everything here is pure: the scope of a kind comes from the caller (a
 // RESTMapper when running, a static table offline), so `operator render`

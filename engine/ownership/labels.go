@@ -12,8 +12,9 @@ import (
 
 const (
 	// LabelManagedBy names the operator instance (its field manager) that
-	// manages a child. Child watches select on it, so the operator never
-	// caches objects it does not manage in full.
+	// manages a child. Child watches select on it; as anyone who may create
+	// an object can write it, what carries it is cached whole only when it
+	// is matched to a parent served, else as a stub (StubMeta).
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// LabelParentUID is the UID of the parent object: pruning selects on it
 	// with LabelManagedBy, so a parent deleted and re-created under the

@@ -31,12 +31,12 @@ type liveCache struct {
 }
 
 func (c *liveCache) Ensure(context.Context, *meta.RESTMapping) error { return nil }
-func (c *liveCache) Get(gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool) {
+func (c *liveCache) Get(_ context.Context, gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool, error) {
 	o, ok := c.objs[apply.Key{GR: gr, Namespace: ns, Name: name}]
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
-	return o.DeepCopy(), true // as the compact cache decodes a copy
+	return o.DeepCopy(), true, nil // as the compact cache decodes a copy
 }
 func (c *liveCache) Peek(gr schema.GroupResource, ns, name string) (metav1.Object, bool) {
 	return c.Occupant(gr, ns, name)

@@ -131,9 +131,9 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 		if !c.exists {
 			continue
 		}
-		live, ok := r.Applier.Live(c.key)
-		if !ok {
-			return false, nil
+		live, ok, err := r.Applier.Live(ctx, c.key)
+		if err != nil || !ok {
+			return false, nil // the full reconcile reads it again, and reports
 		}
 		lives[i] = live
 		states[i].live, states[i].health = true, r.Kind.Health.Check(live)
