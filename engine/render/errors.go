@@ -38,6 +38,14 @@ func (e *Error) Error() string {
 	}
 }
 
+// BudgetExceeded is the error of work done for a render outside it (a
+// chart's values: engine/chart) that the render's budget stopped, located
+// in file as the render's own budget errors are, so that it is reported
+// and retried as they are (RequeueMark).
+func BudgetExceeded(file string, be *BudgetError) *Error {
+	return &Error{Template: file, Message: be.Error(), err: be}
+}
+
 // Unwrap returns the error the message was taken from.
 func (e *Error) Unwrap() error { return e.err }
 

@@ -31,6 +31,20 @@ type Input struct {
 	// render nothing (engine/chart builds them). The render may change
 	// them (sprig's set): build them anew for every render.
 	Dots map[string]map[string]any
+	// Spent is what work done for this render before it started took of
+	// its Budget (a chart's values: engine/chart): the render has the rest.
+	Spent Spent
+}
+
+// Spent is what work done for a render, outside it, took of the render's
+// Budget: a chart's values, their copies and their schema's validation
+// (engine/chart), which are the render's as much as its templates are.
+// The render's deadline comes Time sooner, and Bytes are charged to its
+// output before it starts, so that the object's whole render, not only
+// its templates, is held to the budget.
+type Spent struct {
+	Time  time.Duration
+	Bytes int64
 }
 
 // Manifest is one child object rendered from a template.
@@ -179,13 +193,21 @@ const (
 // key names the object, whose abandoned renders are counted (runaway.go).
 func (s *Set) runWith(ctx context.Context, key string, in Input, data map[string]any, body func(*render) (*Result, error)) (*Result, error) {
 	b := in.Budget.WithDefaults()
+	left := b.Timeout - in.Spent.Time
+	if left <= 0 {
+		be := &BudgetError{Budget: BudgetTime, Limit: int64(b.Timeout), Detail: fmt.Sprintf("%s spent before the templates ran", in.Spent.Time.Round(time.Millisecond))}
+		return nil, &Error{Message: be.Error(), err: be}
+	}
 	st := newRenderState(in, b)
+	if err := st.meter.Charge(in.Spent.Bytes, func() string { return fmt.Sprintf("%d bytes spent before the templates ran", in.Spent.Bytes) }); err != nil {
+		return nil, &Error{Message: err.Error(), err: err}
+	}
 	inst, err := s.checkout(st)
 	if err != nil {
 		return nil, err
 	}
 	r := &render{set: s, inst: inst, state: st, maxManifests: b.MaxManifests, data: data, done: make(chan outcome, 1)}
-	deadline := time.AfterFunc(b.Timeout, st.meter.Expire)
+	deadline := time.AfterFunc(left, st.meter.Expire)
 	stopOnCancel := context.AfterFunc(ctx, st.meter.Cancel)
 	goRender(func() {
 		res, err := body(r)
@@ -201,13 +223,13 @@ func (s *Set) runWith(ctx context.Context, key string, in Input, data map[string
 		}
 		s.runaway.add(key, -1)
 	})
-	return s.await(ctx, key, b, r)
+	return s.await(ctx, key, b, left, r)
 }
 
-// await returns the outcome of r, or abandons it past its deadline and
-// grace period, or past a grace period once ctx is done.
-func (s *Set) await(ctx context.Context, key string, b Budget, r *render) (*Result, error) {
-	hard := time.NewTimer(b.Timeout + b.grace())
+// await returns the outcome of r, or abandons it past its deadline (left
+// from now) and grace period, or past a grace period once ctx is done.
+func (s *Set) await(ctx context.Context, key string, b Budget, left time.Duration, r *render) (*Result, error) {
+	hard := time.NewTimer(left + b.grace())
 	defer hard.Stop()
 	select {
 	case o := <-r.done:
