@@ -1,12 +1,10 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tmplop/operator/engine/catalog/layout"
@@ -15,28 +13,36 @@ import (
 )
 
 // loadChart loads the folder's Helm chart, if it is one: a Chart.yaml
-// beside kind.yaml, or a packaged chart (a ConfigMap's `*.tgz` key). It
-// returns nil for a folder of templates.
-func loadChart(files layout.Files, spec *Spec) (*chart.Chart, error) {
-	files, err := chartFiles(files)
-	if err != nil || files == nil {
+// beside kind.yaml, or a packaged chart (a ConfigMap's `*.tgz` key),
+// unpacked within lim. It returns nil for a folder of templates.
+func loadChart(files layout.Files, spec *Spec, lim Limits) (*chart.Chart, error) {
+	archive, isChart, err := chartArchive(files)
+	if err != nil || !isChart {
 		return nil, err
 	}
 	if len(spec.DependsOn) > 0 {
 		return nil, fmt.Errorf("%s: dependsOn: a chart orders its children with Helm's hooks (docs/helm.md), not dependsOn", KindFile)
 	}
+	noStatus := fmt.Errorf("%s: a chart's status is the engine's conditions and the chart's name and version; remove %s", layout.StatusFile, layout.StatusFile)
 	if _, ok := files[layout.StatusFile]; ok {
-		return nil, fmt.Errorf("%s: a chart's status is the engine's conditions and the chart's name and version; remove %s", layout.StatusFile, layout.StatusFile)
+		return nil, noStatus
 	}
-	return chart.Load(files, []string{KindFile, CRDFile}, spec.OverrideValues)
+	ch, err := chart.Load(files, chart.Options{Archive: archive, Skip: []string{KindFile, CRDFile}, Override: spec.OverrideValues, MaxUnpacked: lim.MaxUnpacked})
+	if err != nil {
+		return nil, err
+	}
+	if ch.HasFile(layout.StatusFile) {
+		return nil, noStatus // in the packaged chart
+	}
+	return ch, nil
 }
 
-// chartFiles are the files of the folder's chart: the folder's own when
-// it holds Chart.yaml, the archive's when it holds one `*.tgz`, nil when
-// it is no chart.
-func chartFiles(files layout.Files) (layout.Files, error) {
+// chartArchive tells whether the folder is a chart, and where its files
+// are: the folder's own when it holds Chart.yaml (archive ""), the one
+// `*.tgz` it holds otherwise.
+func chartArchive(files layout.Files) (archive string, isChart bool, err error) {
 	if _, ok := files[layout.ChartFile]; ok {
-		return files, nil
+		return "", true, nil
 	}
 	var archives []string
 	for _, name := range files.Names() {
@@ -46,25 +52,11 @@ func chartFiles(files layout.Files) (layout.Files, error) {
 	}
 	switch len(archives) {
 	case 0:
-		return nil, nil
+		return "", false, nil
 	case 1:
-	default:
-		return nil, fmt.Errorf("%v: a kind folder holds one packaged chart", archives)
+		return archives[0], true, nil
 	}
-	buffered, err := loader.LoadArchiveFiles(bytes.NewReader(files[archives[0]]))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", archives[0], err)
-	}
-	out := layout.Files{}
-	for _, f := range buffered {
-		out[f.Name] = f.Data
-	}
-	for _, own := range []string{KindFile, CRDFile} {
-		if data, ok := files[own]; ok {
-			out[own] = data
-		}
-	}
-	return out, nil
+	return "", false, fmt.Errorf("%v: a kind folder holds one packaged chart", archives)
 }
 
 // Rendered is one render of a kind's children, with the order they are
@@ -93,11 +85,13 @@ func (k *Kind) Children(ctx context.Context, in render.Input, cl chart.Cluster) 
 		}
 		return &Rendered{Result: res, DependsOn: k.Spec.DependsOn}, nil
 	}
-	set, dots, err := k.Chart.Dots(in.Object, cl)
+	// The chart's work for the object is the render's: it spends of the
+	// render's budget, and the templates have the rest.
+	set, dots, spent, err := k.Chart.Dots(ctx, in.Object, cl, in.Budget)
 	if err != nil {
 		return nil, err
 	}
-	in.Dots = dots
+	in.Dots, in.Spent = dots, spent
 	res, err := set.Children(ctx, in)
 	if err != nil {
 		return nil, err

@@ -218,6 +218,17 @@ func (k *Kind) LookupGVKs() []schema.GroupVersionKind {
 	return out
 }
 
+// Limits are what compiling a kind folder may take: a folder is written
+// by whoever may write a labelled ConfigMap, and compiling it must cost
+// the operator little whatever it holds. The zero value is the defaults.
+type Limits struct {
+	// MaxUnpacked bounds what a chart's archives unpack to, all of them
+	// together: a ConfigMap folder's packaged chart and the subchart
+	// archives nested in it or in a chart folder (run
+	// --chart-max-unpacked; 0: chart.DefaultMaxUnpacked).
+	MaxUnpacked int64
+}
+
 // LoadKind loads one kind folder.
 func LoadKind(dir string) (*Kind, error) {
 	return LoadKindFS(filepath.Base(dir), dir, os.DirFS(dir))
@@ -227,11 +238,15 @@ func LoadKind(dir string) (*Kind, error) {
 // a ConfigMap). name is the folder's name; source says where it came from,
 // in errors and logs, and identifies the folder across reloads.
 func LoadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
+	return Limits{}.loadKindFS(name, source, fsys)
+}
+
+func (l Limits) loadKindFS(name, source string, fsys fs.FS) (*Kind, error) {
 	files, err := ReadFolder(fsys)
 	if err != nil {
 		return nil, err
 	}
-	return Compile(name, source, files)
+	return l.Compile(name, source, files)
 }
 
 // ReadFolder reads a kind folder's files: the top-level files that have a
@@ -243,10 +258,18 @@ func ReadFolder(fsys fs.FS) (layout.Files, error) {
 	return layout.Read(fsys)
 }
 
-// Compile turns a folder's files into its Kind: every fact about the
-// folder is worked out here, once, and read by the controller, reconcile,
-// lint, rbac and the commands.
+// Compile turns a folder's files into its Kind within the default
+// Limits: every fact about the folder is worked out here, once, and read
+// by the controller, reconcile, lint, rbac and the commands.
 func Compile(name, source string, files layout.Files) (*Kind, error) {
+	return Limits{}.Compile(name, source, files)
+}
+
+// ReadSpec reads the folder's kind.yaml alone: the kind it serves and as
+// which ServiceAccount, known before the folder is compiled, so that a
+// folder whose account does not agree to serve its kind costs nothing
+// more to refuse (engine/controller).
+func ReadSpec(files layout.Files) (*Spec, error) {
 	data, ok := files[KindFile]
 	if !ok {
 		return nil, fmt.Errorf("read %s: %w", KindFile, fs.ErrNotExist)
@@ -255,12 +278,26 @@ func Compile(name, source string, files layout.Files) (*Kind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", KindFile, err)
 	}
+	return spec, nil
+}
+
+// GroupKind is the kind the folder serves.
+func (s *Spec) GroupKind() schema.GroupKind {
+	return schema.FromAPIVersionAndKind(s.APIVersion, s.Kind).GroupKind()
+}
+
+// Compile is Compile within l.
+func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) {
+	spec, err := ReadSpec(files)
+	if err != nil {
+		return nil, err
+	}
 	crd, hasCRD := files[CRDFile]
 	if hasCRD && spec.HasCRDSchema() {
 		// Two descriptions of one CRD would drift apart.
 		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
 	}
-	ch, err := loadChart(files, spec)
+	ch, err := loadChart(files, spec, l)
 	if err != nil {
 		return nil, err
 	}

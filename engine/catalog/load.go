@@ -64,11 +64,16 @@ func FoldersOf(dir string) ([]string, error) {
 // stops the valid kinds. The error is non-nil only when root itself cannot be
 // read.
 func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
+	return Limits{}.Load(root)
+}
+
+// Load is Load within l.
+func (l Limits) Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 	dirs, err := FolderDirs(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	kinds, skipped = loadDirs(sources(root, dirs))
+	kinds, skipped = loadDirs(l.sources(root, dirs))
 	return kinds, skipped, nil
 }
 
@@ -81,10 +86,10 @@ type source struct {
 
 // sources are the folders dirs, then the entries of root's watches.yaml.
 // A watches.yaml that cannot be read is one source that fails.
-func sources(root string, dirs []string) []source {
+func (l Limits) sources(root string, dirs []string) []source {
 	out := make([]source, 0, len(dirs))
 	for _, dir := range dirs {
-		out = append(out, source{dir: dir, load: func() (*Kind, error) { return LoadKind(dir) }})
+		out = append(out, source{dir: dir, load: func() (*Kind, error) { return l.loadKindFS(filepath.Base(dir), dir, os.DirFS(dir)) }})
 	}
 	watches, err := readWatches(root)
 	if err != nil {
@@ -96,7 +101,7 @@ func sources(root string, dirs []string) []source {
 	}
 	for _, w := range watches {
 		out = append(out, source{dir: watchSource(w, uses[w.dir] > 1), load: func() (*Kind, error) {
-			k, err := loadWatch(w)
+			k, err := l.loadWatch(w)
 			if k != nil {
 				k.Dir = watchSource(w, uses[w.dir] > 1)
 			}
@@ -139,7 +144,7 @@ func LoadEvery(dir string) ([]*Kind, error) {
 	if err != nil {
 		return nil, err
 	}
-	srcs := sources(dir, dirs)
+	srcs := Limits{}.sources(dir, dirs)
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, KindFile)
 	}

@@ -115,7 +115,7 @@ func watchEntry(root string, e map[string]any) (watchFolder, error) {
 
 // loadWatch loads the chart of a watches.yaml entry as a kind folder,
 // with the entry as its kind.yaml.
-func loadWatch(w watchFolder) (*Kind, error) {
+func (l Limits) loadWatch(w watchFolder) (*Kind, error) {
 	fsys := os.DirFS(w.dir)
 	if !chart.IsChart(fsys) {
 		return nil, fmt.Errorf("%s: not a chart (no %s)", w.dir, chart.File)
@@ -128,7 +128,7 @@ func loadWatch(w watchFolder) (*Kind, error) {
 		return nil, fmt.Errorf("the chart has a %s and a %s entry: keep one", KindFile, WatchesFile)
 	}
 	files[KindFile] = w.kindYAML
-	return Compile(filepath.Base(w.dir), w.dir, files)
+	return l.Compile(filepath.Base(w.dir), w.dir, files)
 }
 
 // watchSource names a watches.yaml entry's folder in errors and across

@@ -217,6 +217,25 @@ global:
 		{name: "lookup/offline", chart: testChart("lookup"), kindYAML: lookupKinds},
 		{name: "shadow/addon on", chart: testChart("shadow"), values: "addon:\n  enabled: true\n"},
 		{name: "order/token given", chart: testChart("order"), values: "token: given\n"},
+		{
+			name:      "schema/valid values",
+			chart:     testChart("schema"),
+			values:    "replicas: 3\nstore:\n  size: 20Gi\n",
+			wantFiles: []string{"schema/templates/deployment.yaml", "schema/charts/store/templates/pvc.yaml"},
+		},
+		{
+			name:    "schema/the chart's schema refuses",
+			chart:   testChart("schema"),
+			values:  "mode: slow\n",
+			wantErr: "values don't meet the specifications of the schema(s) in the following chart(s):\nschema:\n- at '/mode': value must be one of 'fast', 'safe'\n",
+		},
+		{
+			name:    "schema/the subchart's schema refuses, under its alias",
+			chart:   testChart("schema"),
+			values:  "store:\n  size: big\n",
+			wantErr: "in the following chart(s):\nstore:\n- at '/size': 'big' does not match pattern '^[0-9]+(Mi|Gi)$'\n",
+		},
+		{name: "schema/a disabled subchart's schema is not checked", chart: testChart("schema"), values: "store:\n  enabled: false\n  size: big\n"},
 
 		// The differences found, each a case of its own (the commit
 		// message and the report of issue 22 say where to fix them).

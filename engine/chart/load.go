@@ -6,7 +6,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -34,19 +33,33 @@ type Chart struct {
 	// paths are the full paths of the chart and of every subchart it can
 	// enable (Set's charts).
 	paths []string
+	// schemas are the values.schema.json of the chart and of its
+	// subcharts, compiled, by the chart's full path.
+	schemas map[string]*valuesSchema
+	// copies is how many times a render copies the object's values
+	// (copies), charged to the render's budget.
+	copies int64
 
 	// sets are the templates of the charts enabled for some object, when
-	// not all are, by the list of their paths: Helm parses only the
-	// enabled charts' templates, and a disabled one's define must not
-	// shadow an enabled one's.
-	mu   sync.Mutex
-	sets map[string]*render.Set
+	// not all are (setFor).
+	sets setCache
 }
 
-// maxSets bounds the sets of enabled charts kept: a chart has few
-// combinations of enabled subcharts in use; past the bound one more is
-// parsed for each render that needs it.
-const maxSets = 32
+// Options are what Load needs besides the files.
+type Options struct {
+	// Archive, when set, names the file of the folder that holds the
+	// chart packaged (a ConfigMap folder's `*.tgz`): the chart is its
+	// files, and the folder's other files are not the chart's.
+	Archive string
+	// Skip are the folder's own files that are not the chart's (kind.yaml,
+	// crd.yaml).
+	Skip []string
+	// Override are put over every object's values (overrideValues).
+	Override map[string]any
+	// MaxUnpacked bounds what the chart's archives unpack to, all of them
+	// together (DefaultMaxUnpacked when 0).
+	MaxUnpacked int64
+}
 
 // setFor is the template set of the charts enabled in tree (a processed
 // copy of the chart): Set when every chart is.
@@ -58,38 +71,57 @@ func (c *Chart) setFor(tree *helmchart.Chart) (*render.Set, error) {
 		return c.Set, nil
 	}
 	key := strings.Join(enabled, "\n")
-	c.mu.Lock()
-	set, ok := c.sets[key]
-	c.mu.Unlock()
-	if ok {
+	if set, ok := c.sets.get(key); ok {
 		return set, nil
 	}
 	set, err := render.ParseSource(source(c.root, func(p string) bool { _, found := slices.BinarySearch(enabled, p); return found }))
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if len(c.sets) < maxSets {
-		c.sets[key] = set
-	}
-	c.mu.Unlock()
-	return set, nil
+	return c.sets.add(key, set), nil
+}
+
+// HasFile reports whether the chart's folder holds a file of that name
+// that is not Helm's (Chart.yaml, values.yaml, templates/, charts/).
+func (c *Chart) HasFile(name string) bool {
+	return slices.ContainsFunc(c.root.Files, func(f *helmchart.File) bool { return f != nil && f.Name == name })
 }
 
 // Name and Version are the chart's, from Chart.yaml.
 func (c *Chart) Name() string    { return c.root.Metadata.Name }
 func (c *Chart) Version() string { return c.root.Metadata.Version }
 
-// Load loads a chart from its files (Read's), leaving out the names in
-// skip (the kind folder's own files, kind.yaml and crd.yaml, which are not
-// the chart's). override are values put over every object's.
-func Load(files layout.Files, skip []string, override map[string]any) (*Chart, error) {
+// Load loads a chart from its files (Read's): the folder's own, or the
+// archive's that opts names. Every archive of the chart, nested subchart
+// archives included, is unpacked against opts.MaxUnpacked before Helm's
+// loader sees it; every values.schema.json is compiled, refusing one that
+// names anything outside itself; and the chart's own values must not make
+// each render copy more than maxChartValuesCost.
+func Load(files layout.Files, opts Options) (*Chart, error) {
+	u := newUnpacker(opts.MaxUnpacked)
 	var buffered []*loader.BufferedFile
-	for _, name := range files.Names() {
-		if slices.Contains(skip, name) {
-			continue
+	where := ""
+	if opts.Archive != "" {
+		data, ok := files[opts.Archive]
+		if !ok {
+			return nil, fmt.Errorf("load chart: no file %s", opts.Archive)
 		}
-		buffered = append(buffered, &loader.BufferedFile{Name: name, Data: files[name]})
+		var err error
+		if buffered, err = u.archive(opts.Archive, data); err != nil {
+			return nil, err
+		}
+		where = opts.Archive
+	} else {
+		for _, name := range files.Names() {
+			if slices.Contains(opts.Skip, name) {
+				continue
+			}
+			buffered = append(buffered, &loader.BufferedFile{Name: name, Data: files[name]})
+		}
+	}
+	buffered, err := u.nested(where, "", buffered)
+	if err != nil {
+		return nil, err
 	}
 	root, err := loader.LoadFiles(buffered)
 	if err != nil {
@@ -101,13 +133,46 @@ func Load(files layout.Files, skip []string, override map[string]any) (*Chart, e
 	if err := checkDependencies(root); err != nil {
 		return nil, err
 	}
+	if err := checkChartValues(root); err != nil {
+		return nil, err
+	}
+	schemas, err := compileSchemas(root)
+	if err != nil {
+		return nil, err
+	}
 	set, err := render.ParseSource(source(root, nil))
 	if err != nil {
 		return nil, err
 	}
-	c := &Chart{root: root, Set: set, override: override, sets: map[string]*render.Set{}}
+	c := &Chart{root: root, Set: set, override: opts.Override, schemas: schemas, copies: copies(root)}
 	each(root, root.Name(), func(_ *helmchart.Chart, full string) { c.paths = append(c.paths, full) })
 	return c, nil
+}
+
+// compileSchemas compiles the values.schema.json of c and of every
+// subchart a render can enable, once each, by full path.
+func compileSchemas(c *helmchart.Chart) (map[string]*valuesSchema, error) {
+	out := map[string]*valuesSchema{}
+	done := map[*helmchart.Chart]*valuesSchema{}
+	var err error
+	each(c, c.Name(), func(sub *helmchart.Chart, full string) {
+		if err != nil || sub.Schema == nil {
+			return
+		}
+		s, ok := done[sub] // one subchart under two aliases
+		if !ok {
+			file := path.Join(strings.TrimPrefix(strings.TrimPrefix(full, c.Name()), "/"), SchemaFile)
+			if s, err = compileSchema(file, sub.Schema); err != nil {
+				return
+			}
+			done[sub] = s
+		}
+		out[full] = s
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // checkDependencies refuses a chart whose Chart.yaml names a dependency

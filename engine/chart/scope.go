@@ -1,6 +1,8 @@
 package chart
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -62,9 +64,20 @@ func (cl Cluster) capabilities() (*chartutil.Capabilities, error) {
 // Helm's revision counts upgrades; .Release.IsInstall holds until the
 // object's status has an observedGeneration, .Release.IsUpgrade after.
 //
-// The values failing values.schema.json, or a dependency that cannot be
-// processed, is a *render.Error: the same spec fails the same way.
-func (c *Chart) Dots(obj map[string]any, cl Cluster) (*render.Set, map[string]map[string]any, error) {
+// The work is the render's, held to its budget b (work): what it took is
+// returned for the render to start with (render.Input.Spent). The values
+// failing values.schema.json, a dependency that cannot be processed, or
+// the budget, is a *render.Error: the same spec fails the same way.
+func (c *Chart) Dots(ctx context.Context, obj map[string]any, cl Cluster, b render.Budget) (*render.Set, map[string]map[string]any, render.Spent, error) {
+	w := newWork(ctx, b)
+	set, dots, err := c.dots(w, obj, cl)
+	return set, dots, w.done(), err
+}
+
+func (c *Chart) dots(w *work, obj map[string]any, cl Cluster) (*render.Set, map[string]map[string]any, error) {
+	if err := c.chargeValues(w, obj); err != nil {
+		return nil, nil, err
+	}
 	vals, err := c.values(obj)
 	if err != nil {
 		return nil, nil, &render.Error{Template: "values.yaml", Message: err.Error()}
@@ -80,9 +93,21 @@ func (c *Chart) Dots(obj map[string]any, cl Cluster) (*render.Set, map[string]ma
 	if err := chartutil.ProcessDependenciesWithMerge(tree, vals); err != nil {
 		return nil, nil, &render.Error{Template: File, Message: "dependencies: " + err.Error()}
 	}
-	top, err := chartutil.ToRenderValues(tree, vals, release(obj), caps)
+	if err := w.check(File); err != nil {
+		return nil, nil, err
+	}
+	// Helm's own validation would fetch what the schema names: the
+	// schemas compiled at load validate instead (validate).
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(tree, vals, release(obj), caps, true)
 	if err != nil {
-		return nil, nil, &render.Error{Template: "values.schema.json", Message: err.Error()}
+		return nil, nil, &render.Error{Template: "values.yaml", Message: err.Error()}
+	}
+	if err := w.check(SchemaFile); err != nil {
+		return nil, nil, err
+	}
+	values, _ := top["Values"].(chartutil.Values)
+	if err := c.validate(tree, values, w); err != nil {
+		return nil, nil, err
 	}
 	set, err := c.setFor(tree)
 	if err != nil {
@@ -91,6 +116,74 @@ func (c *Chart) Dots(obj map[string]any, cl Cluster) (*render.Set, map[string]ma
 	dots := map[string]map[string]any{}
 	scopes(tree, top, dots)
 	return set, dots, nil
+}
+
+// chargeValues charges the render's budget, before any copy is made, for
+// what Helm's copies of the object's values will allocate: the object's
+// spec (and overrideValues) as many times as a render copies them. What
+// the chart's own values cost is the folder's, bounded at load.
+func (c *Chart) chargeValues(w *work, obj map[string]any) error {
+	left := w.b.MaxOutputBytes - w.spent
+	var size int64
+	for _, v := range []any{obj["spec"], c.override} {
+		n, ok, deep := valuesCost(v, left)
+		if deep {
+			return &render.Error{Template: "values.yaml", Message: fmt.Sprintf(
+				"the object's values nest more than %d levels deep: Helm's copies of them would take time growing faster than their size", maxValuesDepth)}
+		}
+		size += n
+		if !ok {
+			break
+		}
+	}
+	return w.charge("values.yaml", size*c.copies, func() string {
+		return fmt.Sprintf("%d copies of the object's values, %d bytes or more each", c.copies, size)
+	})
+}
+
+// validate is chartutil.ValidateAgainstSchema over the processed tree
+// with the schemas compiled at load, within w: each chart's values
+// against its schema, a subchart's under its name, with Helm's message.
+func (c *Chart) validate(tree *helmchart.Chart, values map[string]any, w *work) error {
+	if len(c.schemas) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	var walk func(ch *helmchart.Chart, values map[string]any) error
+	walk = func(ch *helmchart.Chart, values map[string]any) error {
+		if s := c.schemas[ch.ChartFullPath()]; s != nil {
+			if err := s.validate(values, w); err != nil {
+				var re *render.Error
+				if errors.As(err, &re) {
+					return err // the budget
+				}
+				fmt.Fprintf(&sb, "%s:\n", ch.Name())
+				sb.WriteString(validationMessage(err))
+			}
+		}
+		for _, sub := range ch.Dependencies() {
+			raw, ok := values[sub.Name()]
+			if !ok || raw == nil {
+				continue
+			}
+			subValues, ok := raw.(map[string]any)
+			if !ok {
+				fmt.Fprintf(&sb, "%s:\ninvalid type for values: expected object (map), got %T\n", sub.Name(), raw)
+				continue
+			}
+			if err := walk(sub, subValues); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(tree, values); err != nil {
+		return err
+	}
+	if sb.Len() > 0 {
+		return &render.Error{Template: SchemaFile, Message: "values don't meet the specifications of the schema(s) in the following chart(s):\n" + sb.String()}
+	}
+	return nil
 }
 
 // values is the object's spec with overrideValues put over it; a null in
