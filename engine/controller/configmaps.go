@@ -35,6 +35,22 @@ type ConfigMapFolders struct {
 
 	mu    sync.Mutex
 	watch *watchHandle // from Start until its context ends
+
+	// compiled are the folders as last loaded, by source: a ConfigMap is
+	// compiled again only when its resourceVersion changed, so that a
+	// reload or a resync costs nothing for the folders that did not.
+	loadMu   sync.Mutex
+	compiled map[string]*compiledFolder
+}
+
+// compiledFolder is a ConfigMap's folder at one resourceVersion: its
+// kind.yaml, and once compiled its Kind or why it failed.
+type compiledFolder struct {
+	uid, resourceVersion string
+	spec                 *catalog.Spec // nil when kind.yaml failed (err)
+	compiled             bool
+	kind                 *catalog.Kind
+	err                  error
 }
 
 // Reasons of the Events on a folder's ConfigMap.
@@ -150,7 +166,12 @@ func (c *ConfigMapFolders) Changed() <-chan struct{} { return c.changed }
 // when two new folders name the same kind the one that was there first
 // wins, across restarts too (SyncFolders); a later ConfigMap cannot take a
 // kind by choosing a name that sorts first.
-func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, error) {
+//
+// A folder is compiled within l.Limits, once per resourceVersion of its
+// ConfigMap, and only once l.Admit agrees with its kind.yaml: a folder
+// whose ServiceAccount does not agree to serve its kind is refused before
+// anything of it is unpacked or parsed.
+func (c *ConfigMapFolders) Load(l Loading) ([]*catalog.Kind, []*catalog.FolderError, error) {
 	cms := c.configMaps(klog.Background())
 	sort.Slice(cms, func(i, j int) bool {
 		a, b := cms[i], cms[j]
@@ -159,18 +180,56 @@ func (c *ConfigMapFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, erro
 		}
 		return a.Name < b.Name
 	})
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	if c.compiled == nil {
+		c.compiled = map[string]*compiledFolder{}
+	}
+	present := make(map[string]bool, len(cms))
 	var kinds []*catalog.Kind
 	var skipped []*catalog.FolderError
 	for _, cm := range cms {
 		src := configMapSource(cm.Namespace, cm.Name)
-		k, err := catalog.Compile(cm.Name, src, configMapFiles(cm))
+		present[src] = true
+		k, err := c.load(l, src, cm)
 		if err != nil {
 			skipped = append(skipped, &catalog.FolderError{Dir: src, Err: err})
 			continue
 		}
 		kinds = append(kinds, k)
 	}
+	for src := range c.compiled {
+		if !present[src] {
+			delete(c.compiled, src)
+		}
+	}
 	return kinds, skipped, nil
+}
+
+// load is the folder of cm (source src): compiled at this
+// resourceVersion already, or now if l.Admit agrees.
+func (c *ConfigMapFolders) load(l Loading, src string, cm *corev1.ConfigMap) (*catalog.Kind, error) {
+	f := c.compiled[src]
+	if f == nil || f.uid != string(cm.UID) || f.resourceVersion != cm.ResourceVersion {
+		f = &compiledFolder{uid: string(cm.UID), resourceVersion: cm.ResourceVersion}
+		f.spec, f.err = catalog.ReadSpec(configMapFiles(cm))
+		c.compiled[src] = f
+	}
+	if f.spec == nil {
+		return nil, f.err
+	}
+	// Asked at every load, compiled or not: an account's agreement
+	// changes without its folder.
+	if l.Admit != nil {
+		if err := l.Admit(f.spec); err != nil {
+			return nil, err
+		}
+	}
+	if !f.compiled {
+		f.kind, f.err = l.Limits.Compile(cm.Name, src, configMapFiles(cm))
+		f.compiled = true
+	}
+	return f.kind, f.err
 }
 
 // Reported implements loadReporter: an Event on the folder's ConfigMap.

@@ -30,7 +30,7 @@ func TestConfigMapFolders(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kinds, skipped, err := c.Load()
+	kinds, skipped, err := c.Load(Loading{})
 	if err != nil || len(skipped) != 0 || len(kinds) != 1 {
 		t.Fatalf("kinds %v, skipped %v, %v", kinds, skipped, err)
 	}
@@ -48,7 +48,7 @@ func TestConfigMapFolders(t *testing.T) {
 		t.Fatal("a new folder was not told")
 	}
 	eventually(t, "the new folder loaded", func() bool {
-		_, skipped, _ := c.Load()
+		_, skipped, _ := c.Load(Loading{})
 		return len(skipped) == 1 && skipped[0].Dir == "configmap/ops/broken"
 	})
 }

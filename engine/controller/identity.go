@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,6 +78,12 @@ type AgreementError struct {
 	Account string
 	Kind    string // Kind.group
 	Reason  string
+
+	// gk and serviceAccount are the folder's kind and the account its
+	// kind.yaml names ("": none), for a refusal before it is compiled
+	// (syncRound.refused).
+	gk             schema.GroupKind
+	serviceAccount string
 }
 
 func (e *AgreementError) Error() string {
@@ -109,8 +116,23 @@ func (m *Manager) agreements() *agreements {
 // the one account that lists k, or the default; else the operator's own.
 // An error is an AgreementError.
 func (a *agreements) identity(ctx context.Context, k *catalog.Kind) (identity, error) {
+	return a.identityOf(ctx, &k.Spec, k.GVK.GroupKind())
+}
+
+// identityOf is identity of kind gk as its kind.yaml spec serves it, known
+// before its folder is compiled (Loading.Admit).
+func (a *agreements) identityOf(ctx context.Context, spec *catalog.Spec, gk schema.GroupKind) (identity, error) {
+	id, err := a.choose(ctx, spec, gk)
+	var refused *AgreementError
+	if errors.As(err, &refused) {
+		refused.gk, refused.serviceAccount = gk, spec.ServiceAccountName
+	}
+	return id, err
+}
+
+func (a *agreements) choose(ctx context.Context, spec *catalog.Spec, gk schema.GroupKind) (identity, error) {
 	def := a.m.opts.DefaultServiceAccount
-	sa := k.Spec.ServiceAccountName
+	sa := spec.ServiceAccountName
 	switch {
 	case a.m.opts.NewClient != nil:
 		// The client is the caller's (tests): it asks no account.
@@ -119,11 +141,11 @@ func (a *agreements) identity(ctx context.Context, k *catalog.Kind) (identity, e
 		}
 		return identity{def, byDefault}, nil
 	case sa != "":
-		return identity{sa, byKindYAML}, a.agree(ctx, k, sa)
+		return identity{sa, byKindYAML}, a.agree(ctx, gk, sa)
 	case def == "":
 		return identity{"", byOperator}, nil
 	}
-	kind := k.GVK.GroupKind().String()
+	kind := gk.String()
 	if err := a.list(ctx); err != nil {
 		return identity{}, &AgreementError{Kind: kind,
 			Reason: fmt.Sprintf("cannot list the ServiceAccounts of %s to find the one that agrees to serve it: %v", a.m.opts.StateNamespace, err)}
@@ -146,10 +168,10 @@ func (a *agreements) identity(ctx context.Context, k *catalog.Kind) (identity, e
 		strings.Join(agree, ", "), a.m.opts.StateNamespace, AnnotationServes)}
 }
 
-// agree returns nil when the account sa, which k's folder names, lists k
-// in its AnnotationServes.
-func (a *agreements) agree(ctx context.Context, k *catalog.Kind, sa string) error {
-	kind := k.GVK.GroupKind().String()
+// agree returns nil when the account sa, which the folder of kind gk
+// names, lists gk in its AnnotationServes.
+func (a *agreements) agree(ctx context.Context, gk schema.GroupKind, sa string) error {
+	kind := gk.String()
 	who := a.m.opts.StateNamespace + "/" + sa
 	meta, err := a.get(ctx, sa)
 	if err != nil {

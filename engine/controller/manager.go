@@ -60,6 +60,9 @@ type Options struct {
 	DefaultServiceAccount string
 	// Budget is every render's budget, unless kind.yaml overrides it.
 	Budget render.Budget
+	// FolderLimits bound what compiling a kind folder may take (run
+	// --chart-max-unpacked); the zero value is catalog's defaults.
+	FolderLimits catalog.Limits
 	// MinRequeue is the shortest requeueAfter honoured; 0: DefaultMinRequeue.
 	MinRequeue time.Duration
 	// DrainTimeout bounds how long a stopping kind lets in-flight reconciles

@@ -16,9 +16,24 @@ import (
 // Folders is a source of kind folders: a directory, or the ConfigMaps of
 // the operator's namespace.
 type Folders interface {
-	// Load returns the source's folders as they are now. Folders that fail
-	// are returned as skipped; the error is for the source as a whole.
-	Load() (kinds []*catalog.Kind, skipped []*catalog.FolderError, err error)
+	// Load returns the source's folders as they are now, compiled with l.
+	// Folders that fail are returned as skipped; the error is for the
+	// source as a whole.
+	Load(l Loading) (kinds []*catalog.Kind, skipped []*catalog.FolderError, err error)
+}
+
+// Loading is what a sync gives the sources to compile their folders with.
+type Loading struct {
+	// Limits bound what compiling a folder may take (Options.FolderLimits).
+	Limits catalog.Limits
+	// Admit, when set, is asked before a folder is compiled, with its
+	// kind.yaml alone: an error refuses the folder uncompiled (an
+	// *AgreementError: its ServiceAccount does not agree to serve its
+	// kind, or none can be chosen). A source that anyone who may write a
+	// labelled ConfigMap feeds asks it, so that a folder refused costs
+	// nothing to compile; a directory, the installer's, is compiled, then
+	// checked (serve).
+	Admit func(spec *catalog.Spec) error
 }
 
 // changeNotifier is a source that says when it changed, so that a change
@@ -37,7 +52,9 @@ type loadReporter interface {
 type Dir string
 
 // Load implements Folders.
-func (d Dir) Load() ([]*catalog.Kind, []*catalog.FolderError, error) { return catalog.Load(string(d)) }
+func (d Dir) Load(l Loading) ([]*catalog.Kind, []*catalog.FolderError, error) {
+	return l.Limits.Load(string(d))
+}
 
 // Sync makes the served kinds those of the folders under root.
 func (m *Manager) Sync(ctx context.Context, root string) error { return m.SyncFolders(ctx, Dir(root)) }
@@ -71,13 +88,17 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 		byDir[kc.kind.Dir] = gk
 	}
 	m.mu.Unlock()
-	f, err := loadFolders(sources, byDir)
+	agreed := m.agreements()
+	admit := func(spec *catalog.Spec) error {
+		_, err := agreed.identityOf(ctx, spec, spec.GroupKind())
+		return err
+	}
+	f, err := loadFolders(sources, byDir, Loading{Limits: m.opts.FolderLimits, Admit: admit})
 	if err != nil {
 		return err
 	}
 	r.folders = f
 	r.skipped(byDir)
-	agreed := m.agreements()
 	for _, k := range f.kinds {
 		r.serve(ctx, k, agreed)
 	}
@@ -122,6 +143,13 @@ func (r *syncRound) failed(dir string, gk schema.GroupKind, err error, msg strin
 // version of those that were served (byDir: served folder -> kind).
 func (r *syncRound) skipped(byDir map[string]schema.GroupKind) {
 	for _, s := range r.folders.skipped {
+		var agreement *AgreementError
+		if errors.As(s.Err, &agreement) {
+			// Refused before it was compiled (Loading.Admit), as serve
+			// refuses a compiled one.
+			r.refused(s.Dir, agreement.gk, agreement.serviceAccount, s.Err)
+			continue
+		}
 		gk, served := byDir[s.Dir]
 		if served {
 			r.keep[gk] = true
@@ -156,15 +184,7 @@ func (r *syncRound) serve(ctx context.Context, k *catalog.Kind, agreed *agreemen
 	}
 	id, err := agreed.identity(ctx, k)
 	if err != nil {
-		// A withdrawn agreement ends the running version too, when it
-		// runs as the account the folder names; a new account that does
-		// not agree, or one that cannot be chosen now, leaves the last
-		// good version serving.
-		if sa := k.Spec.ServiceAccountName; cur != nil && sa != "" && cur.identity.account == sa {
-			r.stopping(gk, "Kind's ServiceAccount no longer agrees: stopping the kind")
-			cur = nil
-		}
-		r.failed(k.Dir, servedGK(), err, "Kind folder refused: its ServiceAccount does not agree", "kind", gk.String(), "lastGoodVersionServed", cur != nil)
+		r.refused(k.Dir, gk, k.Spec.ServiceAccountName, err)
 		return
 	}
 	same := cur != nil && cur.kind.Fingerprint == k.Fingerprint && cur.identity == id
@@ -223,6 +243,32 @@ func (r *syncRound) serve(ctx context.Context, k *catalog.Kind, agreed *agreemen
 	r.report(k.Dir, gk, nil)
 }
 
+// refused handles the folder dir of kind gk, whose kind.yaml names the
+// account sa ("": none), refused because no account agrees to serve the
+// kind (err): a withdrawn agreement ends the running version too, when it
+// runs as the account the folder names; a new account that does not
+// agree, or one that cannot be chosen now, leaves the last good version
+// serving. A kind another folder serves is not this folder's to keep or
+// end.
+func (r *syncRound) refused(dir string, gk schema.GroupKind, sa string, err error) {
+	cur := r.running[gk]
+	if cur != nil && cur.kind.Dir != dir {
+		cur = nil
+	}
+	if cur != nil {
+		r.keep[gk] = true
+		if sa != "" && cur.identity.account == sa {
+			r.stopping(gk, "Kind's ServiceAccount no longer agrees: stopping the kind")
+			cur = nil
+		}
+	}
+	served := gk
+	if cur == nil {
+		served = schema.GroupKind{}
+	}
+	r.failed(dir, served, err, "Kind folder refused: its ServiceAccount does not agree", "kind", gk.String(), "lastGoodVersionServed", cur != nil)
+}
+
 // stopGone stops the running kinds that no folder serves any more, and
 // those stopping for another reason (stopWhy).
 func (r *syncRound) stopGone() {
@@ -256,13 +302,14 @@ type folders struct {
 	from    map[string]Folders // folder -> its source
 }
 
-// loadFolders loads every source and keeps one folder per kind: the one
-// that serves it now (byDir: served folder -> kind), else the first.
-func loadFolders(sources []Folders, byDir map[string]schema.GroupKind) (*folders, error) {
+// loadFolders loads every source with l and keeps one folder per kind:
+// the one that serves it now (byDir: served folder -> kind), else the
+// first.
+func loadFolders(sources []Folders, byDir map[string]schema.GroupKind, l Loading) (*folders, error) {
 	f := &folders{from: map[string]Folders{}}
 	var all []*catalog.Kind
 	for _, src := range sources {
-		ks, sk, err := src.Load()
+		ks, sk, err := src.Load(l)
 		if err != nil {
 			return nil, err
 		}

@@ -13,7 +13,9 @@ import (
 // fakeFolders is a source of ready-made kinds.
 type fakeFolders []*catalog.Kind
 
-func (f fakeFolders) Load() ([]*catalog.Kind, []*catalog.FolderError, error) { return f, nil, nil }
+func (f fakeFolders) Load(Loading) ([]*catalog.Kind, []*catalog.FolderError, error) {
+	return f, nil, nil
+}
 
 func folderOf(dir, group, kind string) *catalog.Kind {
 	return &catalog.Kind{Name: dir, Dir: dir, GVK: schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}}
@@ -48,7 +50,7 @@ func TestLoadFoldersOneFolderPerKind(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := loadFolders(tc.sources, tc.served)
+			f, err := loadFolders(tc.sources, tc.served, Loading{})
 			if err != nil {
 				t.Fatal(err)
 			}
