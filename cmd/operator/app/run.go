@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/controller"
 	"github.com/tmplop/operator/engine/crd"
 	"github.com/tmplop/operator/engine/crdinstall"
@@ -41,6 +42,7 @@ type runFlags struct {
 	burst          int
 	reload         time.Duration
 	budget         render.Budget
+	folderLimits   catalog.Limits
 	minRequeue     time.Duration
 	drainTimeout   time.Duration
 	pruneDelay     time.Duration
@@ -86,6 +88,7 @@ func NewRunCommand() *cobra.Command {
 	fl.Int64Var(&f.budget.MaxOutputBytes, "render-max-output", render.DefaultMaxOutputBytes, "bytes one render may produce (output, include and tpl results, function results)")
 	fl.IntVar(&f.budget.MaxManifests, "render-max-manifests", render.DefaultMaxManifests, "child manifests of one object")
 	fl.IntVar(&f.budget.MaxCalls, "render-max-calls", render.DefaultMaxCalls, "include, tpl and template calls of one render")
+	fl.Int64Var(&f.folderLimits.MaxUnpacked, "chart-max-unpacked", chart.DefaultMaxUnpacked, "bytes a kind folder's packaged chart may unpack to, its nested subchart archives (charts/*.tgz) included; a chart past it is refused before more is unpacked (docs/helm.md)")
 	fl.DurationVar(&f.minRequeue, "min-requeue", controller.DefaultMinRequeue, "shortest requeueAfter honoured")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", controller.DefaultDrainTimeout, "on SIGTERM, how long in-flight reconciles may finish before they are canceled")
 	fl.DurationVar(&f.pruneDelay, "prune-confirm-delay", reconcile.DefaultPruneConfirmDelay, "how long a prune that would delete most of an object's children waits for a second render to agree")
@@ -135,9 +138,12 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	log := klog.FromContext(ctx)
 	// A templates directory is read when it is asked for, or when it is
 	// the only source; ConfigMaps alone is the in-cluster way.
+	if f.folderLimits.MaxUnpacked <= 0 {
+		return fmt.Errorf("--chart-max-unpacked must be positive, got %d", f.folderLimits.MaxUnpacked)
+	}
 	useDir := f.configMaps == "" || cmd.Flags().Changed("templates")
 	if useDir {
-		kinds, _, err := catalog.Load(f.templates)
+		kinds, _, err := f.folderLimits.Load(f.templates)
 		if err != nil {
 			return err
 		}
@@ -181,7 +187,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	log.Info("Starting", "templates", templatesShown(useDir, f.templates), "configMapSelector", f.configMaps, "host", cfg.Host,
 		"namespace", f.namespace, "fieldManager", f.fieldManager, "stateNamespace", f.stateNamespace,
-		"leaderElection", f.leader.enabled, "sharding", f.shard.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protectedNamespaces(f), "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()))
+		"leaderElection", f.leader.enabled, "sharding", f.shard.enabled, "defaultServiceAccount", f.defaultAccount, "protectedNamespaces", protectedNamespaces(f), "renderBudget", fmt.Sprintf("%+v", f.budget.WithDefaults()), "chartMaxUnpacked", f.folderLimits.MaxUnpacked)
 	if err := mgr.SyncFolders(ctx, sources...); err != nil {
 		return err
 	}
@@ -247,7 +253,7 @@ func newManager(ctx context.Context, client *kube.Client, recorder record.EventR
 	return controller.NewManagerForClient(ctx, client, controller.Options{
 		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
 		Protected: protectedNamespaces(f), DefaultServiceAccount: f.defaultAccount,
-		Budget: f.budget, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
+		Budget: f.budget, FolderLimits: f.folderLimits, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
 		Standby: f.leader.enabled, InstallCRD: installCRD, Sharding: sharded,
 	})
 }
