@@ -126,6 +126,9 @@ func (c *Chart) chargeValues(w *work, obj map[string]any) error {
 	left := w.b.MaxOutputBytes - w.spent
 	var size int64
 	for _, v := range []any{obj["spec"], c.override} {
+		if m, isMap := v.(map[string]any); v == nil || isMap && len(m) == 0 {
+			continue // nothing to copy
+		}
 		n, ok, deep := valuesCost(v, left)
 		if deep {
 			return &render.Error{Template: "values.yaml", Message: fmt.Sprintf(
