@@ -287,3 +287,48 @@ func TestSchemaStepCost(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaConcurrentValidations: renders of one folder validate at
+// once, each on a compiled copy of its own with its own budget: a
+// validation stopped by its budget stops no other, and every result is
+// its own values'.
+func TestSchemaConcurrentValidations(t *testing.T) {
+	// exponential's levels, under the properties of a schema of their own.
+	levels := strings.TrimSuffix(strings.SplitN(exponential(30), `"$defs": `, 2)[1], "}")
+	s, err := compileSchema(SchemaFile, []byte(`{"$schema": "https://json-schema.org/draft/2020-12/schema",
+  "properties": {"n": {"type": "integer"}, "bomb": {"$ref": "#/$defs/l0"}}, "$defs": `+levels+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan string, 8*24)
+	for g := range 8 {
+		go func() {
+			for i := range 24 {
+				var values map[string]any
+				var want string
+				switch (g + i) % 3 {
+				case 0:
+					values, want = map[string]any{"n": int64(i)}, ""
+				case 1:
+					values, want = map[string]any{"n": "x"}, "got string, want integer"
+				default:
+					values, want = map[string]any{"bomb": map[string]any{}}, "render budget exceeded: output"
+				}
+				err := s.validate(values, newWork(context.Background(), render.Budget{}))
+				switch {
+				case want == "" && err != nil:
+					errs <- fmt.Sprintf("%v refused: %v", values, err)
+				case want != "" && (err == nil || !strings.Contains(validationMessage(err), want)):
+					errs <- fmt.Sprintf("%v: got %v, want %q", values, err, want)
+				default:
+					errs <- ""
+				}
+			}
+		}()
+	}
+	for range 8 * 24 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}
