@@ -85,8 +85,8 @@ func (c *counted) Read(p []byte) (int, error) {
 	}
 	// Never more than one byte past the limit is read, so that the
 	// refusal comes before gzip inflates what would not fit.
-	if int64(len(p)) > c.u.left+1 {
-		p = p[:c.u.left+1]
+	if rest := c.u.left + 1; rest > 0 && int64(len(p)) > rest {
+		p = p[:rest]
 	}
 	n, err := c.r.Read(p)
 	if terr := c.u.take(int64(n)); terr != nil {
@@ -148,6 +148,10 @@ func (u *unpacker) archive(name string, data []byte) ([]*loader.BufferedFile, er
 			}
 		}
 		files = append(files, &loader.BufferedFile{Name: n, Data: bytes.TrimPrefix(buf, utf8BOM)})
+	}
+	if u.left < 0 {
+		// Passed on the archive's last read, which tar took whole.
+		return nil, &UnpackError{Archive: name, Limit: u.limit}
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no files in chart archive", name)
