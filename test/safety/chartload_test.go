@@ -249,7 +249,7 @@ func TestChartSchemaFetchesNothing(t *testing.T) {
 // limit, and again at every start.
 func TestChartArchiveBombFolders(t *testing.T) {
 	const (
-		// Measured: a peak of 67 to 76 MiB (before the bound: 665 MiB
+		// Measured: a peak of 67 to 81 MiB over three runs (before: 665 MiB
 		// once the folders loaded, 1.6 GiB after four reloads). The count
 		// an archive unpacks against is 16 MiB; the rest is the process
 		// and the collector's slack.
