@@ -325,10 +325,6 @@ func (w *childWatches) Missed(ctx context.Context, m *meta.RESTMapping, namespac
 // the first step of handing the parent over. A child that changed
 // meanwhile fails the step, which is retried.
 func (w *childWatches) moveChildren(ctx context.Context, client *kube.Client, parentUID types.UID, to string) error {
-	md := client.Metadata()
-	if md == nil {
-		return errNoMetadataClient
-	}
 	w.mu.Lock()
 	watches := make([]*childWatch, 0, len(w.byGR))
 	for _, cw := range w.byGR {
@@ -350,7 +346,7 @@ func (w *childWatches) moveChildren(ctx context.Context, client *kube.Client, pa
 			if err != nil {
 				return err
 			}
-			_, err = md.Resource(gvr).Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: w.manager})
+			_, err = client.PatchMetadata(ctx, gvr, o.GetNamespace(), o.GetName(), patch)
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("move %s %s to shard %s: %w", gvr.Resource, objectKey(o.GetNamespace(), o.GetName()), to, err)
 			}

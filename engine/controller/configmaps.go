@@ -78,7 +78,7 @@ var configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
 // label selector, in m's watch set, as the operator; Start runs the watch.
 // They are watched as cached objects through kube.Client, which holds the
 // core group's typed client only, never the whole clientset: that keeps
-// every typed client of every group in the binary (see kube.Client.Core).
+// every typed client of every group in the binary (see engine/kube/core.go).
 func NewConfigMapFolders(m *Manager, namespace, selector string, recorder record.EventRecorder) *ConfigMapFolders {
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}

@@ -130,7 +130,7 @@ func TestConfigMapFoldersAdmitBeforeCompile(t *testing.T) {
 func TestWithdrawnAgreementStopsConfigMapKind(t *testing.T) {
 	f := newFakeCluster(t, widgetConfigMap("widget", "1", "serviceAccountName: team-a\n"))
 	m, ctx := newTestManager(t, f, Options{})
-	accounts := f.client.Core().ServiceAccounts("ops")
+	accounts := f.core.ServiceAccounts("ops")
 	sa, err := accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "ops",
 		Annotations: map[string]string{AnnotationServes: "Widget.e.io"}}}, metav1.CreateOptions{})
 	if err != nil {

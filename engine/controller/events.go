@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -24,12 +23,14 @@ func NewEventRecorder(ctx context.Context, cfg *rest.Config, component string) (
 }
 
 // NewEventRecorderForClient returns a recorder that writes Events as
-// component through client, and the function that flushes and stops it.
+// component through client's Event sink (a side door of kube.Client: the
+// broadcaster makes the calls and judges their errors itself), and the
+// function that flushes and stops it.
 // Custom resources need no scheme registration: their references come
 // from their own apiVersion and kind.
 func NewEventRecorderForClient(ctx context.Context, client *kube.Client, component string) (record.EventRecorder, func()) {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(4)
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.Core().Events("")})
+	b.StartRecordingToSink(client.EventSink())
 	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), b.Shutdown
 }

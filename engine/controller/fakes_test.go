@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/tmplop/operator/engine/kube"
@@ -33,6 +34,8 @@ type fakeCluster struct {
 	t      *testing.T
 	dyn    *dynamicfake.FakeDynamicClient
 	client *kube.Client
+	// core is the fake core group behind client, for a test's own writes.
+	core typedcorev1.CoreV1Interface
 
 	mu sync.Mutex
 	rv int
@@ -42,16 +45,17 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	return newFakeClusterWith(t, kube.Clients{Core: fake.NewClientset().CoreV1()}, objs...)
 }
 
-// newFakeClusterWith is newFakeCluster with the core group and the
-// authorizer of cs (its Dynamic and Mapper are the fake cluster's).
+// newFakeClusterWith is newFakeCluster with the core group, the metadata
+// client and the authorizer of cs (its Dynamic and Mapper are the fake
+// cluster's).
 func newFakeClusterWith(t *testing.T, cs kube.Clients, objs ...runtime.Object) *fakeCluster {
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, widgetGVK.GroupVersion()})
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
 	mapper.Add(widgetGVK, meta.RESTScopeNamespace)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		configMapsGVR: "ConfigMapList", widgetGVR: "WidgetList"}, objs...)
-	f := &fakeCluster{t: t, dyn: dyn, rv: 100,
-		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: cs.Core, Authorization: cs.Authorization}, "op")}
+	f := &fakeCluster{t: t, dyn: dyn, rv: 100, core: cs.Core,
+		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: cs.Core, Metadata: cs.Metadata, Authorization: cs.Authorization}, "op")}
 	dyn.PrependReactor("patch", "*", f.apply)
 	return f
 }

@@ -205,7 +205,7 @@ func (a *agreements) get(ctx context.Context, name string) (*metav1.ObjectMeta, 
 	if meta, ok := a.seen[name]; ok {
 		return meta, a.errs[name]
 	}
-	sa, err := a.m.accounts.Get(ctx, name, metav1.GetOptions{})
+	sa, err := a.m.base.GetServiceAccount(ctx, a.m.opts.StateNamespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		a.seen[name] = nil
@@ -223,7 +223,7 @@ func (a *agreements) list(ctx context.Context) error {
 		return a.listErr
 	}
 	a.listed = true
-	list, err := a.m.accounts.List(ctx, metav1.ListOptions{})
+	list, err := a.m.base.ListServiceAccounts(ctx, a.m.opts.StateNamespace)
 	if err != nil {
 		a.listErr = err
 		return err

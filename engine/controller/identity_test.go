@@ -44,7 +44,7 @@ func TestAgreement(t *testing.T) {
 		serviceAccount("team-b", "Gizmo.e.io"),
 		serviceAccount("silent", ""),
 	)
-	m := &Manager{opts: Options{StateNamespace: "operator-system"}, accounts: cs.CoreV1().ServiceAccounts("operator-system")}
+	m := &Manager{opts: Options{StateNamespace: "operator-system"}, base: kube.NewForClients(kube.Clients{Core: cs.CoreV1()}, "op")}
 	cases := []struct {
 		name    string
 		kind    *catalog.Kind
@@ -89,7 +89,7 @@ func TestIdentityUnderDefaultAccount(t *testing.T) {
 		serviceAccount("core", "ConfigMap"),
 	)
 	m := &Manager{opts: Options{StateNamespace: "operator-system", DefaultServiceAccount: "operator-kinds"},
-		accounts: cs.CoreV1().ServiceAccounts("operator-system")}
+		base: kube.NewForClients(kube.Clients{Core: cs.CoreV1()}, "op")}
 	cases := []struct {
 		name    string
 		kind    *catalog.Kind
@@ -122,7 +122,7 @@ func TestIdentityUnderDefaultAccount(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, "", errors.New("RBAC: no"))
 		})
 		m := &Manager{opts: Options{StateNamespace: "operator-system", DefaultServiceAccount: "operator-kinds"},
-			accounts: cs.CoreV1().ServiceAccounts("operator-system")}
+			base: kube.NewForClients(kube.Clients{Core: cs.CoreV1()}, "op")}
 		a := m.agreements()
 		checkIdentity(t, a, kindAs("e.io", "Widget", ""), identity{}, "cannot list the ServiceAccounts of operator-system to find the one that agrees to serve it")
 		checkIdentity(t, a, kindAs("e.io", "Widget", "team-a"), identity{}, "ServiceAccount operator-system/team-a is not the identity of kind Widget.e.io: cannot read it")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -114,13 +113,12 @@ const (
 // Manager runs kinds and the watches they share.
 type Manager struct {
 	opts Options
-	// base is the operator's own client: its records, the watches of
-	// children and of the kinds that impersonate no one.
+	// base is the operator's own client: its records, the kinds'
+	// ServiceAccounts (their agreement), the watches of children and of
+	// the kinds that impersonate no one.
 	base      *kube.Client
 	applier   *apply.Applier
 	inventory *inventory.Store
-	// accounts reads the kinds' ServiceAccounts, for their agreement.
-	accounts typedcorev1.ServiceAccountInterface
 
 	ctx      context.Context
 	watches  *watchSet
@@ -171,9 +169,8 @@ func NewManagerForClient(ctx context.Context, client *kube.Client, opts Options)
 	if err != nil {
 		return nil, err
 	}
-	core := client.Core()
 	m := &Manager{opts: opts, base: client, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
-		watches: newWatchSet(ctx), inventory: inventory.New(core.ConfigMaps(opts.StateNamespace), name), accounts: core.ServiceAccounts(opts.StateNamespace)}
+		watches: newWatchSet(ctx), inventory: inventory.New(client, opts.StateNamespace, name)}
 	if !opts.Standby {
 		m.Lead()
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/requeue"
 	"github.com/tmplop/operator/engine/shard"
 )
 
@@ -167,9 +168,18 @@ func (c *kindController) holds(ctx context.Context, key cache.ObjectName, o meta
 	case apierrors.IsNotFound(err):
 		return false, reconcile.Result{}, nil
 	default:
+		err = fmt.Errorf("hand %s over to shard %s: %w", key, act.To, err)
+		if m, ok := requeue.Of(err); ok && m.Terminal {
+			// Marked by the door as a child's apply would be (a Forbidden:
+			// the account may not patch its objects): not retried with
+			// backoff, tried again after the mark's delay. No reconcile
+			// ran to report it on the object: the log says it.
+			log.Error(err, "Cannot hand the object over", "object", key.String(), "to", act.To)
+			return false, reconcile.Result{}, &reconcile.TerminalError{Err: err, RetryAfter: m.After}
+		}
 		// A Conflict too: the object changed since the cache saw it; the
 		// retry reads it again and decides again.
-		return false, reconcile.Result{}, fmt.Errorf("hand %s over to shard %s: %w", key, act.To, err)
+		return false, reconcile.Result{}, err
 	}
 }
 
@@ -185,8 +195,8 @@ func (c *kindController) objectStore() cache.Store {
 	return h.informer().GetStore()
 }
 
-// errNoMetadataClient: a Manager on fake clients cannot shard.
-var errNoMetadataClient = errors.New("the operator's client has no metadata client")
+// errNotWatched: the kind's watch has not started.
+var errNotWatched = errors.New("the kind's objects are not watched yet")
 
 // shardResource is the kind's objects' metadata as the sharder and the
 // hand-overs read and write them: through the kind's client (its account
@@ -196,11 +206,10 @@ func (c *kindController) shardResource() (shard.Resource, error) {
 	c.mu.Lock()
 	h := c.watch
 	c.mu.Unlock()
-	md := c.client.Metadata()
-	if md == nil || h == nil {
-		return nil, errNoMetadataClient
+	if h == nil {
+		return nil, errNotWatched
 	}
-	return shard.MetadataResource(md, h.key.gvr, c.namespace, c.kind.ObjectSelector()), nil
+	return shard.MetadataResource(c.client, h.key.gvr, c.namespace, c.kind.ObjectSelector()), nil
 }
 
 // runSharder runs the kind's sharder once this replica is elected the
@@ -255,10 +264,6 @@ var _ shard.Children = (*kindChildren)(nil)
 // Resources implements shard.Children.
 func (k *kindChildren) Resources(ctx context.Context) ([]shard.Resource, error) {
 	c := k.c
-	md := c.client.Metadata()
-	if md == nil {
-		return nil, errNoMetadataClient
-	}
 	gks, err := c.reconciler.Inventory.ChildKinds(ctx, c.kind.GVK.GroupKind())
 	if err != nil {
 		return nil, err
@@ -274,7 +279,7 @@ func (k *kindChildren) Resources(ctx context.Context) ([]shard.Resource, error) 
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
 			ns = ""
 		}
-		out = append(out, shard.MetadataResource(md, m.Resource, ns, ownership.ManagedSelector(c.reconciler.Manager)))
+		out = append(out, shard.MetadataResource(c.client, m.Resource, ns, ownership.ManagedSelector(c.reconciler.Manager)))
 	}
 	return out, nil
 }

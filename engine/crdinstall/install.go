@@ -12,13 +12,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
@@ -29,12 +29,19 @@ import (
 // condition; the API server sets it within a second or so.
 const DefaultEstablishTimeout = 30 * time.Second
 
-var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+// crdMapping is the CRD API's, which the installer names itself: no
+// discovery is asked (before the first kind starts there is none yet, and
+// the CRD API is always served).
+var crdMapping = &meta.RESTMapping{
+	Resource:         apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"),
+	GroupVersionKind: apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"),
+	Scope:            meta.RESTScopeRoot,
+}
 
 // Installer installs the CRDs of kind folders: the one type of this package
 // that talks to the cluster.
 type Installer struct {
-	dyn          dynamic.Interface
+	client       *kube.Client
 	fieldManager string
 	forKind      func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error)
 	none         error
@@ -46,16 +53,12 @@ type Installer struct {
 // manager, the CRD that forKind (engine/crd's ForKind) returns for a
 // folder. A folder without one (forKind returns an error that is none, such
 // as crd.ErrNoSchema, or a nil CRD) is left alone: its CRD is installed
-// some other way.
+// some other way. Every call goes through client's methods, so that its
+// errors are marked as the engine's are.
 //
 //	crdinstall.New(client, crd.ForKind, crd.ErrNoSchema)
 func New(client *kube.Client, forKind func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error), none error) *Installer {
-	return NewForClient(client.Dynamic(), client.FieldManager(), forKind, none)
-}
-
-// NewForClient is New with a dynamic client.
-func NewForClient(dyn dynamic.Interface, fieldManager string, forKind func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error), none error) *Installer {
-	return &Installer{dyn: dyn, fieldManager: fieldManager, forKind: forKind, none: none}
+	return &Installer{client: client, fieldManager: client.FieldManager(), forKind: forKind, none: none}
 }
 
 // attempts bounds the get, check and apply rounds of one Install: a
@@ -179,7 +182,7 @@ func (i *Installer) withdraw(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = i.dyn.Resource(crdResource).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: i.fieldManager})
+	_, err = i.client.PatchMapped(ctx, crdMapping, "", name, types.ApplyPatchType, data)
 	return err
 }
 
@@ -199,7 +202,7 @@ func matches(c *apiextensionsv1.CustomResourceDefinition, k *catalog.Kind) error
 }
 
 func (i *Installer) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	u, err := i.dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+	u, err := i.client.Get(ctx, crdMapping, "", name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -213,12 +216,15 @@ func (i *Installer) get(ctx context.Context, name string) (*apiextensionsv1.Cust
 	return &c, nil
 }
 
-// list lists every object at gvr, a page at a time.
+// list lists every object at gvr, in every namespace, a page at a time.
+// The mapping is the CRD's own (its group, a version it serves, its
+// plural), taken as cluster-wide: a list without a namespace.
 func (i *Installer) list(ctx context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
+	m := &meta.RESTMapping{Resource: gvr, Scope: meta.RESTScopeRoot}
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		l, err := i.dyn.Resource(gvr).List(ctx, opts)
+		l, err := i.client.List(ctx, m, "", opts)
 		if err != nil {
 			return nil, err
 		}
@@ -244,24 +250,24 @@ func (i *Installer) apply(ctx context.Context, c *apiextensionsv1.CustomResource
 		return nil, fmt.Errorf("CRD %s: %w", c.Name, err)
 	}
 	delete(obj, "status")
-	meta := map[string]any{"name": c.Name}
+	md := map[string]any{"name": c.Name}
 	if live != nil {
-		meta["resourceVersion"] = live.ResourceVersion
+		md["resourceVersion"] = live.ResourceVersion
 	}
 	if len(c.Labels) > 0 {
-		meta["labels"] = c.Labels
+		md["labels"] = c.Labels
 	}
 	if len(c.Annotations) > 0 {
-		meta["annotations"] = c.Annotations
+		md["annotations"] = c.Annotations
 	}
-	obj["metadata"] = meta
+	obj["metadata"] = md
 	obj["apiVersion"] = apiextensionsv1.SchemeGroupVersion.String()
 	obj["kind"] = "CustomResourceDefinition"
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("CRD %s: %w", c.Name, err)
 	}
-	u, err := i.dyn.Resource(crdResource).Patch(ctx, c.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: i.fieldManager})
+	u, err := i.client.PatchMapped(ctx, crdMapping, "", c.Name, types.ApplyPatchType, data)
 	switch {
 	case err == nil:
 		return u, nil

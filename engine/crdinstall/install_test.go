@@ -20,9 +20,13 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/requeue"
 )
 
 const testManager = "operator"
+
+var crdResource = crdMapping.Resource
 
 // fakeCRD is the CRD of kind in group, serving v1 (and storing it) with a
 // spec of two fields.
@@ -228,6 +232,12 @@ func TestInstall(t *testing.T) {
 			existing: live(t, ours, ourApply, kubectlLabel, apiserverStat), gets: 2, patches: 1},
 		{name: "ours, unchanged: applied again", kind: widgets.GroupVersion().WithKind("Widget"), next: ours,
 			existing: live(t, ours, ourApply), gets: 2, patches: 1},
+		{name: "the apply forbidden: marked as the door marks every call", kind: widgets.GroupVersion().WithKind("Widget"), next: ours,
+			existing: live(t, ours, ourApply), gets: 1, patches: 1, unchanged: true,
+			race: func(_ *server, name string) error {
+				return apierrors.NewForbidden(crdResource.GroupResource(), name, errors.New(`User "operator" cannot patch resource "customresourcedefinitions"`))
+			},
+			wantErr: []string{"apply CRD widgets.a.example.com", "cannot patch"}, errAs: markedForbidden},
 		{name: "ours, a change that removes a field an object sets", kind: widgets.GroupVersion().WithKind("Widget"),
 			next: func() *apiextensionsv1.CustomResourceDefinition {
 				c := ours.DeepCopy()
@@ -278,7 +288,7 @@ func TestInstall(t *testing.T) {
 			srv := &server{t: t, client: client, race: tc.race}
 			client.PrependReactor("patch", "customresourcedefinitions", srv.apply)
 			errNone := errors.New("no CRD")
-			inst := NewForClient(client, testManager, func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
+			inst := New(kube.NewForClients(kube.Clients{Dynamic: client}, testManager), func(*catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
 				if tc.next == nil {
 					return nil, fmt.Errorf("kind.yaml: %w", errNone)
 				}
@@ -347,6 +357,13 @@ func TestInstall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// markedForbidden: a Forbidden, with the door's mark (terminal, tried
+// again after a minute).
+func markedForbidden(err error) bool {
+	m, ok := requeue.Of(err)
+	return ok && m.Terminal && m.After == time.Minute && apierrors.IsForbidden(err)
 }
 
 func isReserved(err error) bool {

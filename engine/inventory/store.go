@@ -14,14 +14,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
-// Store is the record of one operator instance, in the ConfigMap name of
-// the ConfigMaps client it is given.
+// ConfigMaps is what a Store asks of the cluster: the door's ConfigMap
+// calls (kube.Client), whose errors are marked as every call through the
+// door is, so that a reconcile that fails on the inventory is classified
+// as one that fails on a child (a Forbidden is terminal in both).
+type ConfigMaps interface {
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+	PatchConfigMap(ctx context.Context, namespace, name string, pt types.PatchType, data []byte) (*corev1.ConfigMap, error)
+	CreateConfigMap(ctx context.Context, namespace string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
+}
+
+// Store is the record of one operator instance, in the ConfigMap
+// namespace/name.
 type Store struct {
-	cms  typedcorev1.ConfigMapInterface
-	name string
+	client    ConfigMaps
+	namespace string
+	name      string
 
 	mu       sync.Mutex
 	loaded   bool
@@ -49,9 +59,9 @@ func ConfigMap(namespace, name string) *corev1.ConfigMap {
 	}
 }
 
-// New returns a Store in the ConfigMap name.
-func New(cms typedcorev1.ConfigMapInterface, name string) *Store {
-	return &Store{cms: cms, name: name, recorded: map[string]bool{}}
+// New returns a Store in the ConfigMap namespace/name, through client.
+func New(client ConfigMaps, namespace, name string) *Store {
+	return &Store{client: client, namespace: namespace, name: name, recorded: map[string]bool{}}
 }
 
 // Name is the ConfigMap's name.
@@ -109,7 +119,7 @@ func (s *Store) load(ctx context.Context) error {
 	if s.loaded {
 		return nil
 	}
-	cm, err := s.cms.Get(ctx, s.name, metav1.GetOptions{})
+	cm, err := s.client.GetConfigMap(ctx, s.namespace, s.name)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -131,13 +141,13 @@ func (s *Store) add(ctx context.Context, data map[string]string) error {
 		return err
 	}
 	for range 2 {
-		_, err = s.cms.Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = s.client.PatchConfigMap(ctx, s.namespace, s.name, types.MergePatchType, patch)
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
 		cm := ConfigMap("", s.name)
 		cm.Data = data
-		_, err = s.cms.Create(ctx, cm, metav1.CreateOptions{})
+		_, err = s.client.CreateConfigMap(ctx, s.namespace, cm)
 		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}

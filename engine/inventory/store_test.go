@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tmplop/operator/engine/kube"
 )
 
 func TestStore(t *testing.T) {
@@ -16,8 +18,8 @@ func TestStore(t *testing.T) {
 	svc := schema.GroupKind{Kind: "Service"}
 	cs := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "op-inventory", Namespace: "ops"},
 		Data: map[string]string{key(other, svc): "recorded"}})
-	cms := cs.CoreV1().ConfigMaps("ops")
-	s := New(cms, "op-inventory")
+	client := kube.NewForClients(kube.Clients{Core: cs.CoreV1()}, "op")
+	s := New(client, "ops", "op-inventory")
 
 	if got, err := s.ChildKinds(t.Context(), app); err != nil || len(got) != 0 {
 		t.Fatalf("ChildKinds = %v, %v; want none", got, err)
@@ -34,7 +36,7 @@ func TestStore(t *testing.T) {
 	}
 	// A new process reads what the first one recorded, and the other
 	// kind's record was not touched.
-	s2 := New(cms, "op-inventory")
+	s2 := New(client, "ops", "op-inventory")
 	got, err := s2.ChildKinds(t.Context(), app)
 	if err != nil || len(got) != 2 || got[0] != deploy || got[1] != svc {
 		t.Fatalf("ChildKinds after restart = %v, %v", got, err)
@@ -46,7 +48,7 @@ func TestStore(t *testing.T) {
 
 func TestStoreCreates(t *testing.T) {
 	cs := fake.NewClientset()
-	s := New(cs.CoreV1().ConfigMaps("ops"), "op-inventory")
+	s := New(kube.NewForClients(kube.Clients{Core: cs.CoreV1()}, "op"), "ops", "op-inventory")
 	if err := s.Record(t.Context(), schema.GroupKind{Kind: "Namespace"}, []schema.GroupKind{{Kind: "ConfigMap"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func (c *Client) Allowed(ctx context.Context, a Access) (allowed bool, reason st
 			Verb: a.Verb, Group: a.Resource.Group, Resource: a.Resource.Resource, Namespace: a.Namespace,
 		},
 	}}
-	out, err := c.authorization.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	out, err := marked(c.authorization.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{}))
 	if err != nil {
 		return false, "", fmt.Errorf("ask whether %s may %s: %w", c.who(), a, err)
 	}

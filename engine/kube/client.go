@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -30,25 +28,28 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tmplop/operator/engine/cached"
-	"github.com/tmplop/operator/engine/requeue"
 )
 
 // Client is the door to the API server: every call of the engine, and of
 // each kind, goes through one. Its clients are private, so that every
-// mapping goes through Mapping's reset-on-miss and every write carries
-// the one field manager.
+// mapping goes through Mapping's reset-on-miss, every write carries the
+// one field manager, and every error the API server answers is marked
+// with what retrying it can do (marks.go). The side doors are named in
+// the package doc.
 type Client struct {
 	dynamic dynamic.Interface
 	// lister lists and watches for the informers, into compact objects;
 	// nil for a Client of fakes, whose informers go through dynamic.
 	lister *cached.Client
-	// metadata serves the metadata-only watches; nil: through dynamic.
+	// metadata serves the metadata-only watches and the shard labels
+	// (metadata.go); nil for a Client of fakes made without one: its
+	// watches go through dynamic, and it cannot write shard labels.
 	metadata metadata.Interface
 	mapper   meta.ResettableRESTMapper
 	// discovery is the mapper's cached discovery, which Cluster reads too.
 	discovery discovery.CachedDiscoveryInterface
 	// core is the core group's typed client (ConfigMaps, ServiceAccounts,
-	// Events): one group, never the whole clientset (see Core).
+	// Events): one group, never the whole clientset (see core.go).
 	core typedcorev1.CoreV1Interface
 	// authorization asks the authorizer about the client's own identity
 	// (Allowed); nil for a Client of fakes made without one.
@@ -209,25 +210,6 @@ func (c *Client) Identity() string { return c.identity }
 // FieldManager is the server-side apply field manager of every write.
 func (c *Client) FieldManager() string { return c.fieldManager }
 
-// Core is the core group's typed client: the operator's ConfigMaps
-// (inventory), the kinds' ServiceAccounts (agreement), Events.
-//
-// The core group's, not a kubernetes.Interface: the whole clientset behind
-// an interface keeps every typed client of every group in the binary
-// (text/template's reflection disables the linker's pruning of methods),
-// which cost run 11 MiB of resident memory (test/author's
-// TestBinaryLinksNoUnusedClients).
-func (c *Client) Core() typedcorev1.CoreV1Interface { return c.core }
-
-// Dynamic is the dynamic client, for the CRD installer, which works on
-// one resource it names itself, outside any kind. The engine's calls are
-// the methods of Client, which map kinds with Mapping's reset-on-miss.
-func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
-
-// Metadata returns the metadata-only client, nil for a Client of fakes:
-// what writes the shard labels (engine/shard), which need no content.
-func (c *Client) Metadata() metadata.Interface { return c.metadata }
-
 // Mapping returns the resource and scope of gvk. A miss resets the cached
 // discovery and asks again, so a CRD installed after start-up is seen; at
 // most once per resetInterval, so that a kind nobody serves fails fast
@@ -329,25 +311,6 @@ func (c *Client) ListWatch(gvr schema.GroupVersionResource, ns, selector string)
 	return c.lister.ListWatch(gvr, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
 }
 
-// MetadataListWatch is ListWatch of the objects' metadata only
-// (metav1.PartialObjectMetadata), as k8s.io/client-go/metadata serves it.
-func (c *Client) MetadataListWatch(gvr schema.GroupVersionResource, ns, selector string) cache.ListerWatcher {
-	if c.metadata == nil {
-		return cached.DynamicMetadataListWatch(c.dynamic, gvr, ns, selector)
-	}
-	ri := c.metadata.Resource(gvr).Namespace(ns)
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return ri.Watch(ctx, o)
-		},
-	}, c.metadata)
-}
-
 // Apply server-side applies obj, forcing ownership of the fields it holds,
 // and returns the object as the API server stored it.
 func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -431,40 +394,20 @@ func (c *Client) Delete(ctx context.Context, gvk schema.GroupVersionKind, ns, na
 	return err
 }
 
-// Patch sends a merge patch to the main resource (used for finalizers, which
-// must not be server-side applied with Force: other controllers own theirs).
+// Patch sends a patch of type pt to the main resource, as the field
+// manager, not forced (used for finalizers, which must not be server-side
+// applied with Force: other controllers own theirs).
 func (c *Client) Patch(ctx context.Context, gvk schema.GroupVersionKind, ns, name string, pt types.PatchType, data []byte) (*unstructured.Unstructured, error) {
 	m, err := c.Mapping(gvk)
 	if err != nil {
 		return nil, err
 	}
+	return c.PatchMapped(ctx, m, ns, name, pt, data)
+}
+
+// PatchMapped is Patch for a resource whose mapping the caller has: the
+// CRD installer's apply of a CRD, which must not be forced either (another
+// manager's fields are a conflict to report, not values to take).
+func (c *Client) PatchMapped(ctx context.Context, m *meta.RESTMapping, ns, name string, pt types.PatchType, data []byte) (*unstructured.Unstructured, error) {
 	return marked(c.resource(m, ns).Patch(ctx, name, pt, data, metav1.PatchOptions{FieldManager: c.fieldManager}))
-}
-
-// forbiddenRetry is when a kind whose account was refused a request tries
-// again: no event tells that an administrator granted the missing rights,
-// and growing backoff would leave the fix unseen for a quarter of an hour.
-const forbiddenRetry = time.Minute
-
-// Forbidden is a request the API server refused for want of rights (RBAC:
-// the operator's, or the account's a kind impersonates), marked where it
-// comes back. It is still the API server's *StatusError for every reader
-// (apierrors.IsForbidden, HasStatusCause: a namespace being deleted
-// refuses new objects as Forbidden too).
-type Forbidden struct{ *apierrors.StatusError }
-
-// Unwrap returns the API server's error.
-func (e Forbidden) Unwrap() error { return e.StatusError }
-
-// RequeueMark: terminal, tried again after a minute.
-func (e Forbidden) RequeueMark() requeue.Mark {
-	return requeue.Mark{Cause: requeue.CauseStep, Terminal: true, After: forbiddenRetry}
-}
-
-// marked marks the errors of a call that retrying with backoff cannot fix.
-func marked[T any](v T, err error) (T, error) {
-	if se, ok := err.(*apierrors.StatusError); ok && apierrors.IsForbidden(se) {
-		return v, Forbidden{se}
-	}
-	return v, err
 }

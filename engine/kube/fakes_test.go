@@ -72,14 +72,14 @@ func TestClientOnFakes(t *testing.T) {
 	if _, err := c.Apply(ctx, configMap("b", "three", nil)); err != nil {
 		t.Fatal(err)
 	}
-	if c.Core() == nil || c.FieldManager() != "op" || c.Identity() != "" {
-		t.Fatalf("core %v, field manager %q, identity %q", c.Core(), c.FieldManager(), c.Identity())
+	if c.FieldManager() != "op" || c.Identity() != "" {
+		t.Fatalf("field manager %q, identity %q", c.FieldManager(), c.Identity())
 	}
 	as, err := c.Impersonating("system:serviceaccount:ops:kinds")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if as.Identity() != "system:serviceaccount:ops:kinds" || as.FieldManager() != "op" || as.Dynamic() != dyn {
+	if as.Identity() != "system:serviceaccount:ops:kinds" || as.FieldManager() != "op" || as.dynamic != dyn {
 		t.Fatalf("impersonating on fakes: identity %q, field manager %q", as.Identity(), as.FieldManager())
 	}
 }
@@ -149,10 +149,10 @@ func TestImpersonatingSendsUser(t *testing.T) {
 	if _, err := as.Get(t.Context(), m, "a", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := as.Core().ConfigMaps("a").Get(t.Context(), "x", metav1.GetOptions{}); err != nil {
+	if _, err := as.GetConfigMap(t.Context(), "a", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Core().ConfigMaps("a").Get(t.Context(), "x", metav1.GetOptions{}); err != nil {
+	if _, err := c.GetConfigMap(t.Context(), "a", "x"); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

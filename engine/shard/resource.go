@@ -6,16 +6,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/metadata"
 )
 
 // Resource is what the sharder needs of the objects of one kind: their
 // metadata, listed and watched across namespaces with the options given
 // (the sharder sets the label selector), and a JSON merge patch of one of
-// them. It is narrow on purpose: the engine has one metadata client per
-// kind already, and the sharder needs no more than the labels.
+// them. It is narrow on purpose: the sharder needs no more than the
+// labels.
 type Resource interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
@@ -25,16 +23,25 @@ type Resource interface {
 	Patch(ctx context.Context, namespace, name string, patch []byte) error
 }
 
+// Metadata is the door's metadata-only calls (engine/kube's Client, the
+// kind's: its account lists and patches its objects and children
+// already), whose errors are marked as every call of the engine is.
+type Metadata interface {
+	ListMetadata(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	WatchMetadata(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (watch.Interface, error)
+	PatchMetadata(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, patch []byte) (*metav1.PartialObjectMetadata, error)
+}
+
 // MetadataResource is the Resource of gvr through client, in namespace
 // ("" for all), of the objects that match selector ("" for all) as well
 // as the sharder's own selector: a kind's objects are those its folder
 // selects, in the namespaces the operator watches.
-func MetadataResource(client metadata.Interface, gvr schema.GroupVersionResource, namespace, selector string) Resource {
-	return metadataResource{client: client.Resource(gvr), gvr: gvr, namespace: namespace, selector: selector}
+func MetadataResource(client Metadata, gvr schema.GroupVersionResource, namespace, selector string) Resource {
+	return metadataResource{client: client, gvr: gvr, namespace: namespace, selector: selector}
 }
 
 type metadataResource struct {
-	client    metadata.Getter
+	client    Metadata
 	gvr       schema.GroupVersionResource
 	namespace string
 	selector  string
@@ -55,15 +62,15 @@ func (r metadataResource) confine(opts metav1.ListOptions) metav1.ListOptions {
 }
 
 func (r metadataResource) List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-	return r.client.Namespace(r.namespace).List(ctx, r.confine(opts))
+	return r.client.ListMetadata(ctx, r.gvr, r.namespace, r.confine(opts))
 }
 
 func (r metadataResource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return r.client.Namespace(r.namespace).Watch(ctx, r.confine(opts))
+	return r.client.WatchMetadata(ctx, r.gvr, r.namespace, r.confine(opts))
 }
 
 func (r metadataResource) Patch(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := r.client.Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err := r.client.PatchMetadata(ctx, r.gvr, namespace, name, patch)
 	if err != nil {
 		return fmt.Errorf("patch %s %s: %w", r.gvr.Resource, objectName(namespace, name), err)
 	}

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
 
+	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/shard"
 	"github.com/tmplop/operator/test/cluster"
 )
@@ -98,12 +98,12 @@ func TestSharder(t *testing.T) {
 		t.Fatal(err)
 	}
 	cms := core.ConfigMaps(ns)
-	meta, err := metadata.NewForConfig(env.Config)
+	door, err := kube.New(env.Config, "operator")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
-	res := &countingResource{Resource: shard.MetadataResource(meta, gvr, "", ""), run: ns, patches: map[string]int{}}
+	res := &countingResource{Resource: shard.MetadataResource(door, gvr, "", ""), run: ns, patches: map[string]int{}}
 
 	crashCtx, crash := context.WithCancel(t.Context())
 	a := join(t, crashCtx, leases, ns, "a")

@@ -57,6 +57,8 @@ func startElection(ctx context.Context, cfg *rest.Config, f leaderFlags, lead fu
 		return nil, fmt.Errorf("leader election identity: %w", err)
 	}
 	identity := host + "_" + string(uuid.NewUUID())
+	// client-go's leaderelection takes a typed LeasesGetter and makes its
+	// calls itself: a side door of kube.Client, named in engine/kube's doc.
 	cs, err := coordinationv1.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)

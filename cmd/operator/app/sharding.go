@@ -66,6 +66,8 @@ func joinRing(ctx context.Context, cfg *rest.Config, f *runFlags) (*sharding, er
 			return nil, err
 		}
 	}
+	// The Leases' own typed client and user agent: a side door of
+	// kube.Client, named with its reason in engine/kube's doc.
 	cs, err := coordinationv1.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "sharding"))
 	if err != nil {
 		return nil, fmt.Errorf("sharding client: %w", err)
