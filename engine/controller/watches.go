@@ -39,6 +39,19 @@ type watchKey struct {
 // is counted: acquire starts it, or shares the one running; release stops
 // it when its last user has released it. All stop when ctx is done.
 // (metacontroller's shared, reference-counted dynamic informers.)
+//
+// Two informers of a sharded replica are not in the set, on purpose
+// (engine/shard):
+//   - the ring's Leases (shard.Members): typed Leases through the
+//     coordination client, a side door of kube.Client (its doc says why),
+//     started before the Manager and living until the shard's Lease is
+//     released after the drain, past the set's ctx;
+//   - the elected sharder's watch of a kind's unassigned objects
+//     (shard.Sharder): it lists and watches through the kind's door, but
+//     nothing would share it (its selector, the kind's and "no shard
+//     label", is no other watch's), it keeps its own stub of each object
+//     (the decision's fields, not an ownership stub), and it lives exactly
+//     as long as the sharder's Run, which stops it.
 type watchSet struct {
 	ctx context.Context
 	// admit is the transform of the children's watches (watchKey.children).

@@ -52,6 +52,18 @@
 // (engine/controller/sharding.go); the flags, the sharder's election and
 // Members.Collect under it are the command's (cmd/operator/app/sharding.go).
 //
+// # Clients
+//
+// The objects and children of a kind (MetadataResource) are listed,
+// watched and labelled through the kind's kube.Client (Metadata), so that
+// their errors are marked as every call of the engine is: a hand-over
+// refused as Forbidden is terminal as a child's apply is. The Leases (Join,
+// Members) go through a typed coordination/v1 client the command builds, a
+// side door that engine/kube's doc names with its reason. Members' informer
+// of the Leases and the Sharder's informer of the unassigned objects are
+// this package's, outside the controller's watch set (engine/controller's
+// watchSet says why).
+//
 // # Shard ids
 //
 // A shard id is a DNS label (ID sanitises a pod name into one). Give every
