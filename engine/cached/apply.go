@@ -75,26 +75,19 @@ func Applied(data []byte) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// Written reads of an apply's response the metadata a writer compares
-// with the object it read: resourceVersion, generation, labels,
-// annotations, finalizers and deletionTimestamp; not managedFields, the
-// bulk of the metadata, nor the rest of the object. All a status write
-// needs of its response.
-func Written(data []byte) (*metav1.ObjectMeta, error) {
-	var o struct {
-		Metadata struct {
-			ResourceVersion   string            `json:"resourceVersion"`
-			Generation        int64             `json:"generation"`
-			Labels            map[string]string `json:"labels"`
-			Annotations       map[string]string `json:"annotations"`
-			Finalizers        []string          `json:"finalizers"`
-			DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(data, &o); err != nil {
+// Written decodes a status write's response as the watch keeps objects
+// (an Object: the metadata as fields, the rest as JSON less managedFields,
+// not decoded into maps): what the writer reads of it, and what the next
+// reconcile of the object reads until the watch shows the write
+// (engine/controller's ownWrites).
+func Written(data []byte) (*Object, error) {
+	o, err := decodeObject(data)
+	if err != nil {
 		return nil, fmt.Errorf("decode applied object: %w", err)
 	}
-	m := o.Metadata
-	return &metav1.ObjectMeta{ResourceVersion: m.ResourceVersion, Generation: m.Generation, Labels: m.Labels,
-		Annotations: m.Annotations, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp}, nil
+	obj, ok := o.(*Object)
+	if !ok {
+		return nil, fmt.Errorf("decode applied object: got a %T", o)
+	}
+	return obj, nil
 }

@@ -24,7 +24,10 @@
 //     deletion changes; never on a status-only change, so the operator's own
 //     status write does not reconcile again.
 //   - Handlers only enqueue keys; workers read the object from the cache and
-//     deep-copy it before the reconciler sees it.
+//     deep-copy it before the reconciler sees it; while the watch has not
+//     shown the reconciler's own last write of the object, they read what
+//     that write returned, and after a write whose outcome is unknown, the
+//     API server (ownwrites.go: its one invariant, and a property test).
 //   - Decide every requeue in one place: a template's requeueAfter (never
 //     under the MinRequeue floor), a rate-limited retry after a transient
 //     failure, none (or a slow RetryAfter) after a terminal one. A panic in

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -46,6 +47,12 @@ type kindController struct {
 	// sharding is the ring this replica is a shard of; nil: not sharded.
 	sharding *Sharding
 	shards   shardState
+	// writes are the reconciler's own writes of the kind's objects that
+	// the watch has not shown yet (ownwrites.go), the Manager's for the
+	// kind, so that a restart of the kind keeps them.
+	writes *ownWrites
+	// mapping is the kind's resource, set before the workers start.
+	mapping *meta.RESTMapping
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -108,6 +115,7 @@ func (c *kindController) run(ctx context.Context) {
 	if mapping == nil {
 		return
 	}
+	c.mapping = mapping
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: c.kind.GVK.GroupKind().String()})
@@ -148,17 +156,26 @@ func (c *kindController) run(ctx context.Context) {
 	log.Info("Stopped kind")
 }
 
-// handler enqueues the kind's objects that need a reconcile, and forgets
-// what was remembered of a deleted one.
+// handler enqueues the kind's objects that need a reconcile, lets go of
+// the writes the watch now shows (ownWrites), and forgets what was kept of
+// a deleted object.
 func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cache.ObjectName]) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.add(queue, obj) },
+		AddFunc: func(obj any) {
+			if o, ok := obj.(metav1.Object); ok {
+				c.writes.seen(o)
+			}
+			c.add(queue, obj)
+		},
 		UpdateFunc: func(old, cur any) {
 			// A status-only event (our own write's, mostly) reconciles
-			// nothing, and tells the reconciler nothing either: a retry may
-			// be running on the snapshot from before it (written.go).
+			// nothing: a reconcile that ran before it read the write
+			// already (ownWrites).
 			o, ok1 := old.(*cached.Object)
 			n, ok2 := cur.(*cached.Object)
+			if ok2 {
+				c.writes.seen(n)
+			}
 			if ok1 && ok2 && needsReconcile(o, n) {
 				c.add(queue, cur)
 			}
@@ -168,9 +185,10 @@ func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cach
 				obj = t.Obj
 			}
 			if o, ok := obj.(metav1.Object); ok {
-				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), name: cache.MetaObjectToName(o)})
-				c.reconciler.Forget(o.GetUID())
-				c.shards.forget(cache.MetaObjectToName(o))
+				name := cache.MetaObjectToName(o)
+				c.lookups.forget(parentRef{gk: c.kind.GVK.GroupKind(), name: name})
+				c.writes.forget(o)
+				c.shards.forget(name)
 			}
 		},
 	}
@@ -337,12 +355,37 @@ func (c *kindController) reconcileKey(ctx context.Context, key cache.ObjectName)
 			return res, err
 		}
 	}
-	u, err := obj.(*cached.Object).Object()
-	if err != nil {
+	u, err := c.load(ctx, key, obj.(*cached.Object))
+	if err != nil || u == nil {
 		return res, err
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", key.Namespace, "name", key.Name))
 	return c.reconciler.Reconcile(ctx, u)
+}
+
+// load is the object to reconcile: the watch's, or the reconciler's own
+// last write of it while the watch has not shown that write yet; after a
+// write whose outcome is unknown, the API server's (ownWrites). nil: the
+// object is gone.
+func (c *kindController) load(ctx context.Context, key cache.ObjectName, watched *cached.Object) (*unstructured.Unstructured, error) {
+	from, written := c.writes.newest(key, watched)
+	switch from {
+	case fromWritten:
+		return written.Object()
+	case fromServer:
+		live, err := c.client.Get(ctx, c.mapping, key.Namespace, key.Name)
+		if apierrors.IsNotFound(err) {
+			live, err = nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s, whose last write may or may not have been applied: %w", key, err)
+		}
+		c.writes.readLive(key, live, watched)
+		return live, nil
+	case nowhere:
+		return nil, nil // its deletion's event is on its way
+	}
+	return watched.Object()
 }
 
 // handle is the one place that decides requeues.

@@ -129,7 +129,9 @@ type Manager struct {
 	kinds map[schema.GroupKind]*kindController
 	// stats outlive a kind's restarts, so that its counters only grow (ready.go).
 	stats map[schema.GroupKind]*reconcile.Stats
-	wg    sync.WaitGroup
+	// writes are each kind's ownWrites, kept across its restarts.
+	writes map[schema.GroupKind]*ownWrites
+	wg     sync.WaitGroup
 	// leading is closed when the Manager may write (see Options.Standby).
 	leading  chan struct{}
 	leadOnce sync.Once
@@ -254,14 +256,14 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 		kind: k, identity: id, accessChecked: checked, client: client, cancel: cancel, done: make(chan struct{}),
 		namespace: m.opts.Namespace, watches: m.watches, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
-		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children,
+		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children, writes: m.writesOf(gk),
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
 		Lookups:   &kindLookups{w: m.lookups, client: client, kind: k, bounds: m.bounds()},
 		Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
 		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
-		Shard: m.opts.shardID(),
+		Shard: m.opts.shardID(), Writes: kc.writes,
 	}
 	if k.Chart != nil {
 		kc.reconciler.Cluster = m.cluster(ctx, client)

@@ -58,6 +58,23 @@ func (m *Manager) Ready() error {
 	return fmt.Errorf("kinds not synced: %s", strings.Join(parts, "; "))
 }
 
+// writesOf is the kind's ownWrites, made at its first start and the same
+// across its restarts: a restarted kind reads its objects at least as new
+// as the last writes before the restart.
+func (m *Manager) writesOf(gk schema.GroupKind) *ownWrites {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.writes == nil {
+		m.writes = map[schema.GroupKind]*ownWrites{}
+	}
+	w := m.writes[gk]
+	if w == nil {
+		w = newOwnWrites()
+		m.writes[gk] = w
+	}
+	return w
+}
+
 // statsOf returns the counters of kind gk, the same across restarts of the
 // kind (a changed folder), so that they only grow, as metrics expect.
 func (m *Manager) statsOf(gk schema.GroupKind) *reconcile.Stats {

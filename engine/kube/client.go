@@ -351,7 +351,8 @@ func (c *Client) applyRaw(ctx context.Context, m *meta.RESTMapping, obj *unstruc
 }
 
 // ApplyStatus server-side applies obj's status through the status
-// subresource, and returns the metadata of the object the write produced.
+// subresource, and returns the object the write produced (a
+// *cached.Object, but for a Client of fakes).
 func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured) (metav1.Object, error) {
 	m, err := c.Mapping(obj.GroupVersionKind())
 	if err != nil {
@@ -364,8 +365,8 @@ func (c *Client) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured
 	if err != nil {
 		return nil, err
 	}
-	// The writer compares the written object's metadata with what it
-	// read; nothing else of the object the API server sends back.
+	// As the watch will bring it: the writer reads its metadata, and the
+	// next reconcile the whole object if the watch has not brought it yet.
 	return cached.Written(raw)
 }
 

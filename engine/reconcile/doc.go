@@ -2,7 +2,7 @@
 // It is called by a controller worker with an object from the informer
 // cache, and runs the pipeline once:
 //
-//	memo check (memo.go) -> lookups, render children, adopt (plan.go)
+//	lookups, render children, adopt (plan.go)
 //	-> record kinds (inventory), claim names (claim.go) -> apply in
 //	dependency order, judging each child's health (apply_step.go) ->
 //	prune with the deletion guard (prune.go) -> readiness conditions,
@@ -27,17 +27,17 @@
 //   - Report every failure as the Reconciled condition and a Warning Event
 //     on the object, and classify it for the controller in one place
 //     (classify): only known-permanent causes are terminal.
-//   - Trust the cache only as far as it goes: a status equal to the cached
-//     one is written all the same while no reconcile's snapshot has shown
-//     this process's last write (written.go), and the version a write produced
-//     is remembered as reconciled only when nobody else changed the object
-//     since it was read (adopt, memo.go).
+//   - Keep nothing between reconciles: every reconcile runs every step, and
+//     decides from the object it is given and the watched children. What
+//     is up to date costs no write. The object is given at least as new as
+//     the reconciler's own last write of it (ParentWrites: the caller's
+//     part, engine/controller's ownWrites).
 //   - Say whether the object is up (docs/readiness.md): Ready from the
 //     children's health, judged from the objects the reconcile holds, never
 //     fetched; Reconciling while children progress or wait; Stalled for
-//     what classify calls terminal and for a child that failed. The
-//     status-only path judges health again; the memo makes a reconcile at
-//     rest render and write nothing.
+//     what classify calls terminal and for a child that failed. A child's
+//     status change wakes its parent, whose reconcile judges health again
+//     and writes only a status that changed.
 //   - Apply children in order: CRDs and Namespaces first, then each
 //     template after those it dependsOn; a child waits (not applied, not
 //     pruned) until what it depends on is Current.

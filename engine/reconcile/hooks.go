@@ -70,23 +70,6 @@ func succeededHooks(obj *unstructured.Unstructured, children []Child, states []c
 	return out
 }
 
-// unrecordedSuccess reports whether a live child is a hook-succeeded hook
-// that is Current and not recorded yet: the status-only path cannot record
-// it, a full reconcile must.
-func unrecordedSuccess(obj *unstructured.Unstructured, lives []*unstructured.Unstructured, states []childState) bool {
-	recs := hookRecords(obj)
-	for i, live := range lives {
-		if live == nil || !states[i].health.Ready() {
-			continue
-		}
-		ann := live.GetAnnotations()
-		if chart.DeleteOnSuccess(ann) && recs[hookKey(live)] != ann[ownership.AnnotationHash] {
-			return true
-		}
-	}
-	return false
-}
-
 // recreateRetry is when a reconcile that deleted a hook to create it anew
 // looks again, if the deletion's event did not wake it before.
 const recreateRetry = 2 * time.Second

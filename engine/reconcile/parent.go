@@ -73,11 +73,12 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 	patch := &unstructured.Unstructured{Object: map[string]any{"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(), "metadata": md}}
 	live, err := r.Client.Apply(ctx, patch)
 	if err != nil {
+		r.writeFailed(obj, err)
 		return fmt.Errorf("write the parent's metadata: %w", err)
 	}
 	r.Stats.add(&r.Stats.ParentWrites)
 	klog.FromContext(ctx).V(2).Info("Wrote the parent's metadata", "finalizer", want.finalizer, "pruneHeld", want.pruneHeld, "resourceVersion", live.GetResourceVersion())
-	adopt(obj, live, Finalizer, AnnotationPruneHeld)
+	r.wrote(live)
 	obj.SetFinalizers(live.GetFinalizers())
 	obj.SetAnnotations(live.GetAnnotations())
 	return nil

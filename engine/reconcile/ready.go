@@ -157,26 +157,6 @@ func blocker(t string, deps []string, states []childState) *wait {
 	return nil
 }
 
-// regate evaluates again, with the children's health now, the templates
-// that waited when the entry was remembered. It reports false when one of
-// them need not wait any more: a full reconcile must apply it.
-func regate(states []childState, deps map[string][]string) ([]wait, bool) {
-	var waits []wait
-	seen := map[string]bool{}
-	for _, s := range states {
-		if !s.waiting || seen[s.template] {
-			continue
-		}
-		seen[s.template] = true
-		w := blocker(s.template, deps[s.template], states)
-		if w == nil {
-			return nil, false
-		}
-		waits = append(waits, *w)
-	}
-	return waits, true
-}
-
 // describe says what is not ready about a child.
 func describe(s childState) string {
 	switch s.health.Status {

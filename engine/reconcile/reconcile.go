@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,9 +66,21 @@ type Reconciler struct {
 	Now func() time.Time
 	// Stats counts what the reconciler did (required).
 	Stats *Stats
+	// Writes is told of every write to a parent, so that the next
+	// reconcile reads the parent at least as new (engine/controller's
+	// ownWrites); nil: told nothing.
+	Writes ParentWrites
+}
 
-	memo    memo
-	written written
+// ParentWrites is told what each write of the reconciler to a parent
+// returned, or that its outcome is unknown: whoever gives the reconciler
+// its objects must give the next reconcile of that parent one at least as
+// new as the write (the watch's events come later than the responses).
+// The reconciler keeps nothing of its own between reconciles: it decides
+// from the object it is given and from the watched children.
+type ParentWrites interface {
+	Wrote(written metav1.Object)
+	Unknown(obj metav1.Object)
 }
 
 // policy is what every plan of r is adopted under.
@@ -82,20 +95,19 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Reconcile runs the pipeline once for obj, a copy the caller owns. It
-// reads as the steps, each taking what the one before produced: memo check
-// (memo.go) -> render and plan (plan.go) -> claim (claim.go) -> apply in
-// order (apply_step.go) -> prune guard (prune.go) -> readiness and status
-// (status_step.go).
+// Reconcile runs the pipeline once for obj, a copy the caller owns, at
+// least as new as the reconciler's own last write of it (ParentWrites). It
+// reads as the steps, each taking what the one before produced: render
+// and plan (plan.go) -> claim (claim.go) -> apply in order (apply_step.go)
+// -> prune guard (prune.go) -> readiness and status (status_step.go).
+// Every reconcile runs them all: what is up to date costs no write
+// (apply.Applier skips a child already as rendered, writeStatus a status
+// already as desired), and nothing of an earlier reconcile is remembered
+// to skip them.
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	r.Stats.add(&r.Stats.Reconciles)
-	r.written.seen(obj.GetUID(), obj.GetResourceVersion())
 	if obj.GetDeletionTimestamp() != nil {
-		r.memo.drop(obj.GetUID())
 		return r.finalize(ctx, obj)
-	}
-	if done, err := r.fromMemo(ctx, obj); done {
-		return Result{}, err
 	}
 	t, err := r.plan(ctx, obj)
 	if err != nil {
@@ -175,18 +187,42 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 	if err != nil {
 		return err
 	}
-	if status.Unchanged(obj, desired) && r.written.upToDate(obj, desired) {
+	if status.Unchanged(obj, desired) {
 		return nil
 	}
 	written, err := status.Write(ctx, r.Client, obj, desired)
 	if err != nil {
-		r.written.wrote(obj.GetUID(), "", nil) // perhaps written: write the next one whatever the cache says
+		r.writeFailed(obj, err)
 		return err
 	}
 	r.Stats.add(&r.Stats.StatusWrites)
-	r.written.wrote(obj.GetUID(), written.GetResourceVersion(), desired)
-	adopt(obj, written)
+	r.wrote(written)
+	obj.Object["status"] = desired // later steps of this reconcile see it
 	return nil
+}
+
+// wrote tells Writes what a write of the parent returned.
+func (r *Reconciler) wrote(written metav1.Object) {
+	if r.Writes != nil {
+		r.Writes.Wrote(written)
+	}
+}
+
+// writeFailed tells Writes that a write of obj failed, when the API server
+// may have applied it all the same: a timeout, a connection lost, an error
+// of the server. A request it refused (invalid, forbidden, conflict, not
+// found, too many requests) changed nothing.
+func (r *Reconciler) writeFailed(obj metav1.Object, err error) {
+	if r.Writes == nil {
+		return
+	}
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		if code := s.Status().Code; code >= 400 && code < 500 && code != http.StatusRequestTimeout {
+			return
+		}
+	}
+	r.Writes.Unknown(obj)
 }
 
 // stable reports whether the object's spec is unchanged since its children

@@ -15,14 +15,9 @@ type Stats struct {
 	// NonDeterministic counts reconciles that found a child rendering
 	// differently from the same input, and left it as it was.
 	NonDeterministic atomic.Int64
-	// Unchanged counts reconciles that found the object and its children
-	// as their last complete reconcile left them, and rendered nothing;
-	// StatusOnly those where only the children's status had changed.
-	Unchanged     atomic.Int64
-	StatusOnly    atomic.Int64
-	Requeues      atomic.Int64 // timed requeues asked by templates (requeueAfter)
-	RateLimited   atomic.Int64 // retries after a failure
-	PanicsHandled atomic.Int64
+	Requeues         atomic.Int64 // timed requeues asked by templates (requeueAfter)
+	RateLimited      atomic.Int64 // retries after a failure
+	PanicsHandled    atomic.Int64
 	// Succeeded and Terminal complete the controller's results with
 	// Requeues and RateLimited: keys handled with no error and no requeue,
 	// and failures not retried with backoff (TerminalError).

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/status"
@@ -16,9 +15,9 @@ import (
 
 // statusStep is the last step of a reconcile, as a function of what the
 // steps before produced: the children's states, which templates wait, and
-// whether a prune is held. The full reconcile, the status-only one and
-// `operator render`'s preview all go through it, so that status.yaml sees
-// the same .Children and .Ready everywhere.
+// whether a prune is held. The reconcile and `operator render`'s preview
+// both go through it, so that status.yaml sees the same .Children and
+// .Ready everywhere.
 type statusStep struct {
 	kind      *catalog.Kind
 	obj       *unstructured.Unstructured
@@ -75,7 +74,7 @@ func Preview(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruct
 }
 
 // report is the last step: the conditions, status.yaml over the children,
-// one write of the status, and what to remember for the next reconcile.
+// and one write of the status when it changed.
 func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildren, pruned pruneOutcome) (Result, error) {
 	obj := t.obj
 	st, err := statusStep{kind: r.Kind, obj: obj, states: applied.states, lives: applied.lives, waits: applied.waits, pruneHeld: pruned.held != nil,
@@ -104,63 +103,9 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 		return Result{}, err // the condition cannot be written either: retry
 	}
 	plan, sres := t.plan, st.result
-	if r.memoizable() && plan.RequeueAfter == 0 && sres.RequeueAfter == 0 && len(plan.Nondeterministic) == 0 &&
-		len(sres.Nondeterministic) == 0 && t.unstableMsg == "" && pruned.held == nil && len(applied.created) == 0 && applied.unserved == 0 && !applied.recreated {
-		r.remember(obj, t.desired, applied.lives, applied.states, plan.DependsOn)
-	}
 	again := applied.unserved
 	if applied.recreated {
 		again = Soonest(again, recreateRetry) // should its deletion's event have come already
 	}
 	return Result{RequeueAfter: Soonest(Soonest(Soonest(plan.RequeueAfter, sres.RequeueAfter), pruned.requeue), again)}, nil
-}
-
-// statusOnly renders and writes the status of obj when only its children's
-// status changed since its last complete reconcile: their health and the
-// conditions are judged again from the watched children. It reports false
-// when the caches cannot serve it, or when children that waited need not
-// wait any more, and the full reconcile must run.
-func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
-	e := r.memo.get(obj.GetUID())
-	lives := make([]*unstructured.Unstructured, len(e.children))
-	desired := make([]*apply.Desired, len(e.children))
-	states := make([]childState, len(e.children))
-	for i, c := range e.children {
-		desired[i] = &apply.Desired{Key: c.key}
-		states[i] = c.state
-		if !c.exists {
-			continue
-		}
-		live, ok, err := r.Applier.Live(ctx, c.key)
-		if err != nil || !ok {
-			return false, nil // the full reconcile reads it again, and reports
-		}
-		lives[i] = live
-		states[i].live, states[i].health = true, r.Kind.Health.Check(live)
-	}
-	waits, still := regate(states, e.dependsOn)
-	if !still {
-		return false, nil // a dependency became Current: apply what waited
-	}
-	if r.Kind.Chart != nil && unrecordedSuccess(obj, lives, states) {
-		return false, nil // a hook-succeeded hook completed: record it, then prune it
-	}
-	now := r.now()
-	lookup, err := r.Lookups.For(ctx, obj)
-	if err != nil {
-		return false, nil
-	}
-	st, err := statusStep{kind: r.Kind, obj: obj, states: states, lives: lives, waits: waits,
-		lookup: lookup, now: now, budget: r.Kind.RenderBudget(r.Budget)}.render(ctx)
-	if err != nil || st.result.RequeueAfter > 0 || len(st.result.Nondeterministic) > 0 {
-		return false, nil // the full reconcile reports it, or does not remember
-	}
-	conds := append([]metav1.Condition{reconciledCondition(obj)}, st.readyConds...)
-	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
-		r.memo.drop(obj.GetUID())
-		return true, err
-	}
-	r.Stats.add(&r.Stats.StatusOnly)
-	r.remember(obj, desired, lives, states, e.dependsOn)
-	return true, nil
 }

@@ -25,12 +25,13 @@ import (
 //     succeeds: the failure must not stay on the object whatever the
 //     cache showed the retry.
 //
-// The chaos run of test/sharding found both, in most of its runs. The
-// first fails every run without its fix (reconcile.adopt). The second
-// fails only when the retry, 5 ms after the failure, runs before the
-// watch brings the failure's status to the cache, which a watch on this
-// machine rarely lets happen: TestStatusAfterAFailureOnAStaleCache
-// (engine/reconcile) makes that race certain; here the path runs whole on
+// The chaos run of test/sharding found both, in most of its runs, when
+// the reconciler kept a memory of its own between reconciles (the memo,
+// removed 2026-11-28; now nothing is remembered, and the first cannot
+// happen). The second fails only when the retry, 5 ms after the failure,
+// runs before the watch brings the failure's status to the cache, which a
+// watch on this machine rarely lets happen: TestStatusWriteSeenDuringItsRetry
+// (engine/controller) makes that race certain; here the path runs whole on
 // the API server.
 func TestWritesRacingAReconcile(t *testing.T) {
 	cases := []struct {
