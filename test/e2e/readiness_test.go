@@ -171,13 +171,14 @@ spec:
 	t.Run("at rest nothing is written; a child's change that changes nothing writes nothing", func(t *testing.T) {
 		stats := mgr.Stats(appserviceGK)
 		settle(t, stats.Writes)
-		kindWrites, statusOnly, wire := stats.Writes(), stats.StatusOnly.Load(), writes.Load()
+		kindWrites, reconciles, wire := stats.Writes(), stats.Reconciles.Load(), writes.Load()
 		// Someone labels the Deployment: its resourceVersion changes, not
-		// its generation (an annotation would change that too): the
-		// status-only path judges it again, and finds the status as it is.
+		// its generation (an annotation would change that too): its parent
+		// is reconciled again, and finds its children and status as they
+		// are.
 		env.Patch(t, deployGVR, ns, "web", `{"metadata":{"labels":{"e2e.tmplop.io/touched":"yes"}}}`)
-		cluster.Eventually(t, 30*time.Second, "a status-only reconcile", func(context.Context) (bool, error) {
-			return stats.StatusOnly.Load() > statusOnly, nil
+		cluster.Eventually(t, 30*time.Second, "a reconcile of the parent", func(context.Context) (bool, error) {
+			return stats.Reconciles.Load() > reconciles, nil
 		})
 		time.Sleep(3 * time.Second)
 		// At the wire (writeCounter): no request of the engine's touches
