@@ -95,11 +95,7 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 		conds = append(conds, *pruned.held)
 	}
 	conds = append(conds, st.readyConds...)
-	if r.Kind.Chart != nil {
-		if recs := succeededHooks(obj, t.plan.Children, applied.states); recs != nil {
-			st.rendered[statusHooks] = recs
-		}
-	}
+	r.Kind.Record(st.rendered, obj.Object, current(t.plan.objects(), applied.states))
 	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry
 	}
@@ -142,8 +138,8 @@ func (r *Reconciler) statusOnly(ctx context.Context, obj *unstructured.Unstructu
 	if !still {
 		return false, nil // a dependency became Current: apply what waited
 	}
-	if r.Kind.Chart != nil && unrecordedSuccess(obj, lives, states) {
-		return false, nil // a hook-succeeded hook completed: record it, then prune it
+	if r.Kind.Unrecorded(obj.Object, current(lives, states)) {
+		return false, nil // a child completed that the status records (a hook-succeeded hook): record it, then prune it
 	}
 	now := r.now()
 	lookup, err := r.Lookups.For(ctx, obj)
