@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -710,16 +709,6 @@ func (k *Kind) ChildKinds() ([]ChildKind, error) {
 		return k.analyzeChildKinds()
 	}
 	return k.childKinds()
-}
-
-// NeverApplied is what tells a manifest the folder never applies by its
-// annotations: a chart's test and rollback hooks. Nil for a folder of
-// templates, which applies what it renders.
-func (k *Kind) NeverApplied() NeverApplied {
-	if k.Chart == nil {
-		return nil
-	}
-	return chart.NeverApplied
 }
 
 func (k *Kind) analyzeChildKinds() ([]ChildKind, error) {

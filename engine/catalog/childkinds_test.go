@@ -493,7 +493,7 @@ func TestStaticCoversChartRender(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
 			k := loadKind(t, tc.dir)
-			if k.Chart == nil {
+			if k.FormatName() != "chart" {
 				t.Fatalf("%s is not a chart", tc.dir)
 			}
 			children, err := k.ChildKinds()
@@ -511,7 +511,10 @@ func TestStaticCoversChartRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := slices.Concat(res.Manifests, res.DeleteHooks, res.PostDeleteHooks)
+			all := slices.Clone(res.Manifests)
+			for _, hooks := range res.OnDelete {
+				all = append(all, hooks...)
+			}
 			if len(all) == 0 {
 				t.Fatal("the chart rendered nothing to apply")
 			}

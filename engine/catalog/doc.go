@@ -16,4 +16,9 @@
 //     reconcile time.
 //   - Keep one bad folder from stopping the others: Load returns the valid
 //     kinds and, separately, an error for each folder it skipped.
+//   - Hold the folder's format (format.go: a folder of templates, a Helm
+//     chart), picked once by Compile, and answer for it: what a format
+//     adds to a render, to the plan, to ownership, to the deletion and to
+//     the status schema is asked of the Kind, so that nothing downstream
+//     branches on the format.
 package catalog

@@ -171,10 +171,12 @@ type Kind struct {
 	// CRD is the folder's crd.yaml, nil when it has none (engine/crd
 	// reads it).
 	CRD []byte
-	// Chart is the folder's Helm chart, nil for a folder of templates:
-	// Templates then holds the chart's, and Children renders them as
-	// Helm would (engine/chart).
-	Chart *chart.Chart
+
+	// format is what the folder's format adds to the pipeline (a folder of
+	// templates, a Helm chart): the Kind's methods ask it, so that no
+	// consumer branches on the format (format.go). Nil in a Kind made
+	// without Compile: a folder of Templates.
+	format Format
 
 	// childKinds answers ChildKinds, once.
 	childKinds func() ([]ChildKind, error)
@@ -297,19 +299,9 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		// Two descriptions of one CRD would drift apart.
 		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
 	}
-	ch, err := loadChart(files, spec, l)
+	format, set, err := l.loadFormat(files, spec)
 	if err != nil {
 		return nil, err
-	}
-	var set *render.Set
-	if ch != nil {
-		set = ch.Set
-	} else if set, err = render.Parse(files.Templates()); err != nil {
-		return nil, err
-	} else if len(spec.OverrideValues) > 0 {
-		return nil, fmt.Errorf("%s: overrideValues: only a Helm chart has values (the folder has no %s)", KindFile, layout.ChartFile)
-	} else if spec.AdoptHelmReleases {
-		return nil, fmt.Errorf("%s: adoptHelmReleases: only a Helm chart has releases to take over (the folder has no %s)", KindFile, layout.ChartFile)
 	}
 	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
 		return nil, err
@@ -318,14 +310,6 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		// Their status belongs to Kubernetes' own controllers, and their
 		// schemas have no place for the engine's conditions.
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
-	}
-	if ch != nil && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
-		// A chart's object keeps the records of its hooks in its status,
-		// where its author cannot forge them (the hooks that succeeded,
-		// the deletion hooks that ran): a built-in kind's status is
-		// Kubernetes'. Nor has a built-in kind a spec to be the values.
-		return nil, fmt.Errorf("%s: a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
-			KindFile, spec.Kind)
 	}
 	health, err := spec.healthChecker()
 	if err != nil {
@@ -341,7 +325,7 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		Health:      health,
 		Fingerprint: files.Fingerprint(),
 		CRD:         crd,
-		Chart:       ch,
+		format:      format,
 	}
 	k.childKinds = sync.OnceValues(k.analyzeChildKinds)
 	return k, nil

@@ -63,7 +63,7 @@ func TestWatchesYAML(t *testing.T) {
 		t.Fatalf("kinds = %d, want 1", len(kinds))
 	}
 	k := kinds[0]
-	if k.Chart == nil || k.GVK.String() != "charts.example.com/v1alpha1, Kind=Web" || k.Workers() != 3 ||
+	if k.FormatName() != "chart" || k.GVK.String() != "charts.example.com/v1alpha1, Kind=Web" || k.Workers() != 3 ||
 		k.ObjectSelector() != "tier=front" || len(k.Spec.Lookups) != 1 || k.Dir != filepath.Join(root, "helm-charts/web") {
 		t.Fatalf("kind = %+v", k)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/inventory"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
@@ -265,7 +264,7 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
 		Shard: m.opts.shardID(), Writes: kc.writes,
 	}
-	if k.Chart != nil {
+	if k.ReadsCluster() {
 		kc.reconciler.Cluster = m.cluster(ctx, client)
 	}
 	m.mu.Lock()
@@ -278,16 +277,17 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 	}()
 }
 
-// cluster is what a chart kind's templates see as .Capabilities, read
-// when the kind starts (and so again when its folder changes). Without an
-// answer from discovery, Helm's defaults serve, as offline.
-func (m *Manager) cluster(ctx context.Context, client *kube.Client) chart.Cluster {
+// cluster is what a kind's templates see of the cluster (a chart's
+// .Capabilities), read when the kind starts (and so again when its folder
+// changes). Without an answer from discovery, Helm's defaults serve, as
+// offline.
+func (m *Manager) cluster(ctx context.Context, client *kube.Client) catalog.Cluster {
 	version, apiVersions, err := client.Cluster()
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Reading the cluster's capabilities for a chart; Helm's defaults serve")
-		return chart.Cluster{}
+		return catalog.Cluster{}
 	}
-	return chart.Cluster{KubeVersion: version, APIVersions: apiVersions}
+	return catalog.Cluster{KubeVersion: version, APIVersions: apiVersions}
 }
 
 // bounds are where no kind may write or read, whatever its folder says.

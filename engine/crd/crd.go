@@ -3,6 +3,7 @@ package crd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -124,10 +125,8 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 	}
 	status.Properties["observedGeneration"] = observedGenerationSchema()
 	status.Properties["conditions"] = conditionsSchema()
-	if k.Chart != nil {
-		if err := addChartStatus(status); err != nil {
-			return nil, err
-		}
+	if err := addFormatStatus(k, status); err != nil {
+		return nil, err
 	}
 
 	root := &apiextensionsv1.JSONSchemaProps{
@@ -345,30 +344,16 @@ func conditionsSchema() apiextensionsv1.JSONSchemaProps {
 
 func ptr[T any](v T) *T { return &v }
 
-// addChartStatus declares in status what the engine writes on a chart
-// kind, refusing a kind.yaml that declares it too.
-func addChartStatus(status *apiextensionsv1.JSONSchemaProps) error {
-	for name, s := range chartStatusSchema() {
+// addFormatStatus declares in status what the engine writes for the
+// kind's format (catalog.Kind.StatusSchema: a chart's status.chart and
+// status.hooks), refusing a kind.yaml that declares it too.
+func addFormatStatus(k *catalog.Kind, status *apiextensionsv1.JSONSchemaProps) error {
+	fields := k.StatusSchema()
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if _, ok := status.Properties[name]; ok {
-			return fmt.Errorf("status.%s: written by the engine on a chart kind, and always in the generated CRD: remove it from kind.yaml", name)
+			return fmt.Errorf("status.%s: written by the engine on a %s kind, and always in the generated CRD: remove it from kind.yaml", name, k.FormatName())
 		}
-		status.Properties[name] = s
+		status.Properties[name] = fields[name]
 	}
 	return nil
-}
-
-// chartStatusSchema is what the engine writes besides the conditions in
-// the status of a chart kind (docs/helm.md): the chart's name and version,
-// the hook-succeeded hooks that ran, by Kind/name, with the hash of what
-// ran, and on an object being deleted its deletion hooks that ran.
-func chartStatusSchema() map[string]apiextensionsv1.JSONSchemaProps {
-	return map[string]apiextensionsv1.JSONSchemaProps{
-		"chart": {Type: "object", Description: "The Helm chart that renders the object's children.", Properties: map[string]apiextensionsv1.JSONSchemaProps{
-			"name":    {Type: "string"},
-			"version": {Type: "string"},
-		}},
-		"hooks": {Type: "object", Description: "Hooks with hook-delete-policy hook-succeeded that ran and were deleted: Kind/name -> hash of what ran; " +
-			"on an object being deleted, its deletion hooks that ran: pre-delete, post-delete -> the deletion's timestamp.",
-			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
-	}
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -305,7 +304,7 @@ func (r *renderer) render(ctx context.Context, obj *unstructured.Unstructured, w
 // nondeterministic renders the children a second time with the same input
 // and reports the files whose children differ.
 func (r *renderer) nondeterministic(ctx context.Context, in render.Input, first *render.Result) []Finding {
-	rendered, err := r.f.kind.Children(ctx, in, chart.Cluster{})
+	rendered, err := r.f.kind.Children(ctx, in, catalog.Cluster{})
 	if err != nil {
 		return nil
 	}

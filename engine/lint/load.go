@@ -41,10 +41,10 @@ type folder struct {
 
 // at is a finding about a file of the folder.
 func (f *folder) at(file string, line int, code, format string, args ...any) Finding {
-	if f.kind != nil && f.kind.Chart != nil {
+	if f.kind != nil {
 		// A chart's templates are named as Helm names them, from the
 		// chart's name (web/templates/x.yaml): the file is in the folder.
-		file = strings.TrimPrefix(file, f.kind.Chart.Name()+"/")
+		file = f.kind.FileOf(file)
 	}
 	return Finding{File: path(f.dir, file), Line: line, Severity: severityOf[code], Code: code, Message: fmt.Sprintf(format, args...)}
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -86,11 +85,11 @@ type childResult struct {
 // fails, each child file is rendered on its own, so that every failing
 // file is reported and the others' children are still checked.
 func (f *folder) renderChildren(ctx context.Context, in render.Input) childResult {
-	rendered, err := f.kind.Children(ctx, in, chart.Cluster{})
+	rendered, err := f.kind.Children(ctx, in, catalog.Cluster{})
 	if err == nil {
 		return childResult{manifests: rendered.Manifests, res: rendered.Result}
 	}
-	if f.kind.Chart != nil {
+	if !f.kind.TemplatesRenderAlone() {
 		// A chart's templates render only with their chart's scopes.
 		return childResult{failures: []*render.Error{asRenderError("", err)}}
 	}

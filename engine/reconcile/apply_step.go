@@ -33,9 +33,9 @@ type appliedChildren struct {
 	// gone is set when the parent or its namespace is going away: nothing
 	// to report.
 	gone bool
-	// recreated is set when a hook was deleted to be created anew: the
-	// reconcile its deletion wakes must apply it, not find it remembered
-	// as absent.
+	// recreated is set when a child was deleted to be created anew
+	// (catalog.Kind.Recreate): the reconcile its deletion wakes must apply
+	// it, not find it remembered as absent.
 	recreated bool
 }
 
@@ -62,7 +62,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 		}
 		live := d.Live
 		if !st.waiting && !t.skip[i] {
-			recreated, err := r.recreate(ctx, t.plan.Children[i], d)
+			recreated, why, err := r.recreate(ctx, t.plan.Children[i], d)
 			if err != nil {
 				return nil, fmt.Errorf("%s: recreate %s: %w", t.plan.Children[i].Template, d.Key, err)
 			}
@@ -71,7 +71,7 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 				// depends on it waits for it meanwhile.
 				st.waiting, a.recreated = true, true
 				a.waits = append(a.waits, wait{template: st.template, dep: st.template,
-					on: st.label + ": deleted, to be created anew (hook-delete-policy before-hook-creation)"})
+					on: st.label + ": deleted, to be created anew (" + why + ")"})
 				continue
 			}
 			out, err := r.Applier.Apply(ctx, r.Client, d)
@@ -127,4 +127,26 @@ func (a *appliedChildren) gate(deps map[string][]string, gates map[string]*wait,
 		a.unserved = crdServeRetry
 	}
 	return w != nil
+}
+
+// recreateRetry is when a reconcile that deleted a child to create it anew
+// looks again, if the deletion's event did not wake it before.
+const recreateRetry = 2 * time.Second
+
+// recreate deletes a child whose content changed when its kind creates
+// such a child anew rather than patching it (catalog.Kind.Recreate: a
+// chart's hook with hook-delete-policy before-hook-creation, as Helm
+// deletes and creates a hook again): it is created by the reconcile its
+// deletion wakes. It reports whether it did, and why.
+func (r *Reconciler) recreate(ctx context.Context, c Child, d *apply.Desired) (recreated bool, why string, err error) {
+	if d.Live == nil || d.UpToDate {
+		return false, "", nil
+	}
+	if why, recreated = r.Kind.Recreate(c.Object); !recreated {
+		return false, "", nil
+	}
+	if err := r.Client.Delete(ctx, c.Object.GroupVersionKind(), d.Live.GetNamespace(), d.Live.GetName(), d.Live.GetUID()); err != nil {
+		return false, "", err
+	}
+	return true, why, nil
 }

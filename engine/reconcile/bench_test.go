@@ -18,7 +18,6 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -123,7 +122,7 @@ spec: {size: 2, image: "nginx:1.27", ports: [{port: 80, targetPort: 80}]}
 
 	// The cluster after the first reconcile: the children as rendered, and
 	// the status the first reconcile wrote.
-	plan, err := MakePlan(b.Context(), k, obj, render.Input{Lookup: refuseAll{}, Now: now}, chart.Cluster{}, client.Namespaced, ownership.Policy{Manager: "op"})
+	plan, err := MakePlan(b.Context(), k, obj, render.Input{Lookup: refuseAll{}, Now: now}, catalog.Cluster{}, client.Namespaced, ownership.Policy{Manager: "op"})
 	if err != nil {
 		b.Fatal(err)
 	}

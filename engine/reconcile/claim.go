@@ -44,7 +44,7 @@ func (r *Reconciler) prepare(ctx context.Context, obj *unstructured.Unstructured
 			}
 			return nil, fmt.Errorf("%s: %w", c.Template, err)
 		}
-		d, err := r.Applier.Prepare(ctx, r.Client, m, obj, c.Object, ownership.Claimant{Manager: r.Manager, AdoptHelmReleases: r.Kind.Chart != nil && r.Kind.Spec.AdoptHelmReleases})
+		d, err := r.Applier.Prepare(ctx, r.Client, m, obj, c.Object, r.Kind.Claimant(r.Manager))
 		if err != nil {
 			if apply.IsConflict(err) && r.WaitFor != nil {
 				r.WaitFor(apply.Key{GR: m.Resource.GroupResource(), Namespace: c.Object.GetNamespace(), Name: c.Object.GetName()}, ownership.ParentOf(obj))

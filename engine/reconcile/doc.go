@@ -46,4 +46,9 @@
 //     its UID as a precondition; never write the status of built-in kinds.
 //   - Children outside the namespace are deleted before their parent goes,
 //     and found again if the parent vanished anyway (verifyParent, Sweep).
+//   - Ask the kind, never its format: what a folder's format adds (a
+//     chart's hooks: apply order, children recreated, kept or done, the
+//     records in the status, the delete steps around the deletion of the
+//     children in delete_steps.go, which Helm releases it takes over) is
+//     a method of catalog.Kind. Nothing here branches on the format.
 package reconcile

@@ -12,15 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
-	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
 )
 
 const (
 	// Finalizer holds a parent that has children outside its namespace
 	// until those are deleted: garbage collection cannot, as they carry no
-	// owner reference; and a chart's parent with pre-delete or post-delete
-	// hooks until they ran. Only such parents get it.
+	// owner reference; and a parent whose kind has delete steps with
+	// children (a chart's pre-delete or post-delete hooks) until they ran.
+	// Only such parents get it.
 	Finalizer = "operator.tmplop.io/children"
 	// AnnotationPruneHeld records on the parent that the deletion guard is
 	// holding a prune back: "<fingerprint> <RFC 3339 time it began>". It
@@ -34,8 +35,8 @@ const (
 // write carries all of it.
 //
 // Nothing here is a record the operator trusts against the object's author,
-// who may write the same metadata: the record that a chart's deletion hooks
-// ran lives in the status (deleteHooksRan).
+// who may write the same metadata: the record that a delete step ran lives
+// in the status (catalog.DeleteStep.Ran).
 type parentMeta struct {
 	finalizer bool
 	pruneHeld string
@@ -90,28 +91,32 @@ func (r *Reconciler) writeParentMeta(ctx context.Context, obj *unstructured.Unst
 // after a restart the caches may not watch their kinds yet, and deleting a
 // parent is rare.
 //
-// A chart's parent runs its hooks as helm uninstall does: the pre-delete
-// hooks before any child goes, the post-delete hooks once every other
-// child is gone; each set is recorded in the parent's status once it ran
-// (recordDeleteHooks), and the post-delete hooks are then deleted like the
-// other children, so that nothing is left behind when the finalizer is
-// released.
+// The kind's delete steps (catalog.DeleteStep: a chart's hooks, run as
+// helm uninstall runs them) run around it: the ones that are not Last
+// before any child goes, the Last ones once every other child is gone;
+// each is recorded in the parent's status once it ran (recordDeleteStep),
+// and the children of the Last ones are then deleted like the others, so
+// that nothing is left behind when the finalizer is released.
 func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	if !slices.Contains(obj.GetFinalizers(), Finalizer) {
 		return Result{}, nil
 	}
-	ran := deleteHooksRan(obj)
-	if r.Kind.Chart != nil && !ran[preDelete.name] {
-		if wait, err := r.runDeleteHooks(ctx, obj, preDelete); err != nil || wait {
-			return Result{RequeueAfter: deleteHookRetry}, err
-		}
-		if err := r.recordDeleteHooks(ctx, obj, preDelete); err != nil {
-			return Result{}, fmt.Errorf("finalize: record the pre-delete hooks: %w", err)
+	// The Last steps not run yet: their children wait, neither deleted
+	// nor counted, until they ran.
+	var last []catalog.DeleteStep
+	for _, step := range r.Kind.DeleteSteps() {
+		switch {
+		case step.Ran(obj.Object):
+			// recorded for this deletion: not again
+		case step.Last:
+			last = append(last, step)
+		default:
+			if res, ok, err := r.deleteStep(ctx, obj, step); !ok {
+				return res, err
+			}
 		}
 	}
-	// Post-delete hooks wait, neither deleted nor counted, until they ran.
-	keepPostHooks := r.Kind.Chart != nil && !ran[postDelete.name]
-	remaining, err := r.deleteChildren(ctx, obj, keepPostHooks)
+	remaining, err := r.deleteChildren(ctx, obj, last)
 	if err != nil {
 		return Result{}, err
 	}
@@ -119,16 +124,15 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 		// Their deletion events requeue the parent too; this is the bound.
 		return Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	if keepPostHooks {
-		if wait, err := r.runDeleteHooks(ctx, obj, postDelete); err != nil || wait {
-			return Result{RequeueAfter: deleteHookRetry}, err
+	for _, step := range last {
+		if res, ok, err := r.deleteStep(ctx, obj, step); !ok {
+			return res, err
 		}
-		if err := r.recordDeleteHooks(ctx, obj, postDelete); err != nil {
-			return Result{}, fmt.Errorf("finalize: record the post-delete hooks: %w", err)
-		}
-		// The hooks are children now to delete; the pass after finds
-		// none left.
-		if remaining, err = r.deleteChildren(ctx, obj, false); err != nil || remaining > 0 {
+	}
+	if len(last) > 0 {
+		// Their children are children now to delete; the pass after
+		// finds none left.
+		if remaining, err = r.deleteChildren(ctx, obj, nil); err != nil || remaining > 0 {
 			return Result{RequeueAfter: 2 * time.Second}, err
 		}
 	}
@@ -140,10 +144,11 @@ func (r *Reconciler) finalize(ctx context.Context, obj *unstructured.Unstructure
 
 // deleteChildren deletes the children of obj that are not being deleted
 // yet, and returns how many are left in the cluster, those being deleted
-// included; with keepPostHooks, a post-delete hook is neither deleted nor
-// counted. A kept child (a chart's helm.sh/resource-policy: keep on the
-// live object) is neither: helm uninstall leaves it too.
-func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstructured, keepPostHooks bool) (remaining int, err error) {
+// included; a child of one of the steps spared (delete steps not run yet)
+// is neither deleted nor counted. A kept child (catalog.Kind.Kept, on the
+// live object) is neither: a chart's helm.sh/resource-policy: keep, which
+// helm uninstall leaves too.
+func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstructured, spared []catalog.DeleteStep) (remaining int, err error) {
 	gks, err := r.Inventory.ChildKinds(ctx, r.Kind.GVK.GroupKind())
 	if err != nil {
 		return 0, fmt.Errorf("finalize: %w", err)
@@ -163,7 +168,7 @@ func (r *Reconciler) deleteChildren(ctx context.Context, obj *unstructured.Unstr
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
-			if keepPostHooks && chart.IsPostDeleteHook(c.GetAnnotations()) || r.Kind.Kept(c) {
+			if slices.ContainsFunc(spared, func(s catalog.DeleteStep) bool { return s.Holds(c) }) || r.Kind.Kept(c) {
 				continue
 			}
 			remaining++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/requeue"
@@ -37,15 +37,11 @@ type Plan struct {
 	// template wait for those of the templates it names
 	// (catalog.Rendered).
 	DependsOn map[string][]string
-	// DeleteHooks are children applied only when the object is deleted,
-	// before the others go (a chart's pre-delete hooks): the parent holds
-	// the finalizer while there are any.
-	DeleteHooks []Child
-	// PostDeleteHooks are applied when the object is deleted, once its
-	// other children are gone (a chart's post-delete hooks); the parent
-	// holds the finalizer while there are any.
-	PostDeleteHooks []Child
-	RequeueAfter    time.Duration
+	// OnDelete are the children of the kind's delete steps, by step name
+	// (catalog.DeleteStep): applied only when the object is deleted, at
+	// their step; the parent holds the finalizer while there are any.
+	OnDelete     map[string][]Child
+	RequeueAfter time.Duration
 	// EmptyLists and Nondeterministic are the render's (render.Result).
 	EmptyLists       []string
 	Nondeterministic map[string][]string
@@ -103,10 +99,21 @@ func (p *Plan) servedByCRD(child *unstructured.Unstructured, err error) (apply.K
 	return apply.Key{GR: gr, Namespace: child.GetNamespace(), Name: child.GetName()}, true
 }
 
+// objects are the objects of the children, in plan order.
+func (p *Plan) objects() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(p.Children))
+	for i, c := range p.Children {
+		out[i] = c.Object
+	}
+	return out
+}
+
 // NeedsFinalizer reports whether any child needs the parent's finalizer.
 func (p *Plan) NeedsFinalizer() bool {
-	if len(p.DeleteHooks) > 0 || len(p.PostDeleteHooks) > 0 {
-		return true
+	for _, hooks := range p.OnDelete {
+		if len(hooks) > 0 {
+			return true
+		}
 	}
 	for _, c := range p.Children {
 		if c.NeedsFinalizer {
@@ -134,7 +141,7 @@ func (e *PlanError) RequeueMark() requeue.Mark {
 // child kind is namespaced; its errors (a child kind the cluster does not
 // know yet) are returned as they are, render failures as the render's
 // *render.Error, and children the kind may not have as *PlanError.
-func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, cl chart.Cluster, scope ownership.Scope, pol ownership.Policy) (*Plan, error) {
+func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstructured, in render.Input, cl catalog.Cluster, scope ownership.Scope, pol ownership.Policy) (*Plan, error) {
 	in.Object = obj.Object
 	res, err := kind.Children(ctx, in, cl)
 	if err != nil {
@@ -156,23 +163,27 @@ func MakePlan(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruc
 		}
 		return nil, &PlanError{Err: &render.Error{Template: p.Manifest.Template, Message: msg}}
 	}
-	plan.Children = children
-	if kind.Chart != nil {
-		plan.Children = withoutDoneHooks(obj, plan.Children)
-	}
-	if plan.DeleteHooks, err = plan.adoptHooks(kind, obj, res.DeleteHooks, scope, pol, "pre-delete"); err != nil {
-		return nil, err
-	}
-	if plan.PostDeleteHooks, err = plan.adoptHooks(kind, obj, res.PostDeleteHooks, scope, pol, "post-delete"); err != nil {
-		return nil, err
+	// What the object's status records as done stays out of the plan
+	// until its content changes; the prune deletes it.
+	plan.Children = slices.DeleteFunc(children, func(c Child) bool { return kind.Done(obj.Object, c.Object) })
+	for _, step := range kind.DeleteSteps() {
+		hooks, err := plan.adoptHooks(kind, obj, res.OnDelete[step.Name], scope, pol, step.Name)
+		if err != nil {
+			return nil, err
+		}
+		if len(hooks) > 0 {
+			if plan.OnDelete == nil {
+				plan.OnDelete = map[string][]Child{}
+			}
+			plan.OnDelete[step.Name] = hooks
+		}
 	}
 	return plan, nil
 }
 
-// adoptHooks makes a chart's deletion hooks (of phase pre-delete or
-// post-delete) children, as adopt does; a hook that cannot be one fails
-// the plan.
-func (plan *Plan) adoptHooks(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manifest, scope ownership.Scope, pol ownership.Policy, phase string) ([]Child, error) {
+// adoptHooks makes the children of the delete step named step children,
+// as adopt does; one that cannot be a child fails the plan.
+func (plan *Plan) adoptHooks(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manifest, scope ownership.Scope, pol ownership.Policy, step string) ([]Child, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
@@ -182,7 +193,7 @@ func (plan *Plan) adoptHooks(kind *catalog.Kind, obj *unstructured.Unstructured,
 	}
 	if len(problems) > 0 {
 		p := problems[0]
-		msg := "a " + phase + " hook is also a child"
+		msg := "a " + step + " hook is also a child"
 		if p.Err != nil {
 			msg = p.Err.Error()
 		}

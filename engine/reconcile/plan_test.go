@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -48,7 +47,7 @@ func TestMakePlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, chart.Cluster{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
+			plan, err := MakePlan(t.Context(), kind(t, tc.allow, tc.files), parent.DeepCopy(), render.Input{}, catalog.Cluster{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || IsPlanError(err) != tc.wantPlan {
 					t.Fatalf("err = %v, want %q (plan error %v)", err, tc.wantErr, tc.wantPlan)
@@ -92,9 +91,10 @@ func TestPlanNeedsFinalizer(t *testing.T) {
 	}{
 		"nothing":                      {Plan{Children: []Child{{}}}, false},
 		"a child that needs it":        {Plan{Children: []Child{{}, {NeedsFinalizer: true}}}, true},
-		"pre-delete hooks":             {Plan{DeleteHooks: []Child{{}}}, true},
-		"post-delete hooks only":       {Plan{PostDeleteHooks: []Child{{}}}, true},
-		"hooks of both, a plain child": {Plan{Children: []Child{{}}, DeleteHooks: []Child{{}}, PostDeleteHooks: []Child{{}}}, true},
+		"pre-delete hooks":             {Plan{OnDelete: map[string][]Child{"pre-delete": {{}}}}, true},
+		"post-delete hooks only":       {Plan{OnDelete: map[string][]Child{"pre-delete": nil, "post-delete": {{}}}}, true},
+		"hooks of both, a plain child": {Plan{Children: []Child{{}}, OnDelete: map[string][]Child{"pre-delete": {{}}, "post-delete": {{}}}}, true},
+		"delete steps without hooks":   {Plan{Children: []Child{{}}, OnDelete: map[string][]Child{"pre-delete": nil, "post-delete": {}}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.plan.NeedsFinalizer(); got != tc.want {
@@ -142,7 +142,7 @@ func TestMakePlanKept(t *testing.T) {
 		"folder of templates, keep":    {kind: templatesKind, policy: "keep"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			plan, err := MakePlan(t.Context(), tc.kind(t, tc.policy), parent.DeepCopy(), render.Input{}, chart.Cluster{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
+			plan, err := MakePlan(t.Context(), tc.kind(t, tc.policy), parent.DeepCopy(), render.Input{}, catalog.Cluster{}, kube.OfflineNamespaced, ownership.Policy{Manager: "op"})
 			if err != nil {
 				t.Fatal(err)
 			}

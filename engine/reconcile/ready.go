@@ -284,3 +284,16 @@ func statusChildren(states []childState, lives []*unstructured.Unstructured) map
 	}
 	return out
 }
+
+// current are the objects of the children that are live and Current:
+// objs[i] is the i-th child's (as planned, or live; nil when none), for
+// the records of catalog.Kind.Record.
+func current(objs []*unstructured.Unstructured, states []childState) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for i, o := range objs {
+		if o != nil && states[i].live && states[i].health.Ready() {
+			out = append(out, o)
+		}
+	}
+	return out
+}

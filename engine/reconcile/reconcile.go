@@ -15,7 +15,6 @@ import (
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
@@ -54,8 +53,9 @@ type Reconciler struct {
 	Shard string
 	// Budget is the operator's render budget; kind.yaml may override it.
 	Budget render.Budget
-	// Cluster is what a chart's templates see as .Capabilities.
-	Cluster chart.Cluster
+	// Cluster is what the kind's templates see of the cluster, when they
+	// read it (catalog.Kind.ReadsCluster: a chart's .Capabilities).
+	Cluster catalog.Cluster
 	// PruneConfirmDelay is how long the deletion guard holds a prune back;
 	// 0: DefaultPruneConfirmDelay.
 	PruneConfirmDelay time.Duration

@@ -94,11 +94,7 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 		conds = append(conds, *pruned.held)
 	}
 	conds = append(conds, st.readyConds...)
-	if r.Kind.Chart != nil {
-		if recs := succeededHooks(obj, t.plan.Children, applied.states); recs != nil {
-			st.rendered[statusHooks] = recs
-		}
-	}
+	r.Kind.Record(st.rendered, obj.Object, current(t.plan.objects(), applied.states))
 	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry
 	}

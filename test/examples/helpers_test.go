@@ -317,4 +317,4 @@ func (r kindRenderer) Status(ctx context.Context, in render.Input) (*render.Resu
 
 // HasStatus: the folder renders a status of its own (a chart: its name
 // and version).
-func (r kindRenderer) HasStatus() bool { return r.k.Templates.HasStatus() || r.k.Chart != nil }
+func (r kindRenderer) HasStatus() bool { return r.k.HasStatus() }

@@ -37,7 +37,7 @@ type renderFlags struct {
 
 // cluster is what a chart's templates see as .Capabilities offline, as
 // helm template's --kube-version and --api-versions give it.
-func (f *renderFlags) cluster() chart.Cluster {
+func (f *renderFlags) cluster() catalog.Cluster {
 	return chart.Offline(f.kubeVersion, f.apiVersions)
 }
 
