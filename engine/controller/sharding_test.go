@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,14 @@ func ringOf(t *testing.T, ids ...string) *shard.Members {
 			t.Fatal(err)
 		}
 	}
+	// The view has seen them all before any kind starts on it: a kind
+	// started on a view of fewer shards serves objects that are not its
+	// own (under load, TestHandOverMarked reconciled the object it was to
+	// hand over).
+	eventually(t, "the ring of "+strings.Join(ids, ", "), func() bool {
+		r, _ := m.Ring()
+		return r.Len() == len(ids)
+	})
 	return m
 }
 
