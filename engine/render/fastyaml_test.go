@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render/internal/fastyaml"
 	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )

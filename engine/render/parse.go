@@ -5,7 +5,7 @@ import (
 	"slices"
 	"text/template"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // Set is one folder's templates, parsed once.
