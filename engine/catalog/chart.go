@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/ownership"
@@ -167,7 +168,7 @@ func (f chartFormat) Claimant(manager string) ownership.Claimant {
 func (chartFormat) ReadsCluster() bool { return true }
 
 // NeverApplied: a chart's test and rollback hooks (chart.NeverApplied).
-func (chartFormat) NeverApplied() NeverApplied { return chart.NeverApplied }
+func (chartFormat) NeverApplied() childkinds.NeverApplied { return chart.NeverApplied }
 
 // FileOf: a chart's templates are named from the chart's name
 // (web/templates/x.yaml); the file is the folder's templates/x.yaml.

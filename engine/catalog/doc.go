@@ -21,4 +21,7 @@
 //     adds to a render, to the plan, to ownership, to the deletion and to
 //     the status schema is asked of the Kind, so that nothing downstream
 //     branches on the format.
+//   - Say which child kinds a folder can render (Kind.ChildKinds, when
+//     first asked): read from the templates' text by catalog/childkinds,
+//     then kind.yaml's children.
 package catalog

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/layout"
@@ -179,7 +180,7 @@ type Kind struct {
 	format Format
 
 	// childKinds answers ChildKinds, once.
-	childKinds func() ([]ChildKind, error)
+	childKinds func() ([]childkinds.Kind, error)
 }
 
 // Workers is the number of concurrent reconciles for the kind.

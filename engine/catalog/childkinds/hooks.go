@@ -1,4 +1,4 @@
-package catalog
+package childkinds
 
 import (
 	"strings"
@@ -62,8 +62,8 @@ func (a *analysis) settleMeta(s *state) bool {
 		return false
 	}
 	if rest := strings.TrimLeft(l, " "); rest != "" && (rest[0] == '#' || rest[0] == '\t') {
-		s.line, s.lineAt = commentLine, ""
-		s.lineHole, s.holeAt = "", ""
+		s.line, s.lineAt = commentLine, Place{}
+		s.lineHole, s.holeAt = "", Place{}
 	}
 	return true
 }
