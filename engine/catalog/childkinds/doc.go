@@ -19,7 +19,8 @@
 //   - For a Helm chart (a NeverApplied given), leave out the documents
 //     whose metadata.annotations hold a literal helm.sh/hook that is never
 //     applied, only when the text alone says what YAML will read there
-//     (hooks.go).
+//     (hooks.go); which functions may print lines of their own is
+//     render's fact (render.PrintsLines).
 //   - Bound the work of one folder (maxSteps): a folder past it is an
 //     error that asks for kind.yaml's children.
 //
