@@ -8,7 +8,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
@@ -52,7 +51,7 @@ func loadChart(files layout.Files, spec *Spec, lim Limits) (Format, *render.Set,
 	if ch.HasFile(layout.StatusFile) {
 		return nil, nil, noStatus // in the packaged chart
 	}
-	if BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+	if spec.builtIn() {
 		// A chart's object keeps the records of its hooks in its status,
 		// where its author cannot forge them (the hooks that succeeded,
 		// the deletion hooks that ran): a built-in kind's status is

@@ -307,7 +307,7 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
 		return nil, err
 	}
-	if set.HasStatus() && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+	if set.HasStatus() && spec.builtIn() {
 		// Their status belongs to Kubernetes' own controllers, and their
 		// schemas have no place for the engine's conditions.
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
@@ -421,7 +421,7 @@ func (s *Spec) validCRDFields() error {
 			return fmt.Errorf("plural %q: %s", s.Plural, strings.Join(errs, "; "))
 		}
 	}
-	if s.HasCRDSchema() && BuiltInGroup(schema.FromAPIVersionAndKind(s.APIVersion, s.Kind).Group) {
+	if s.HasCRDSchema() && s.builtIn() {
 		return fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind)
 	}
 	if s.SpecSchema != nil {
@@ -528,8 +528,16 @@ var builtInGroups = map[string]bool{
 }
 
 // BuiltInGroup reports whether group holds Kubernetes' own kinds, whose
-// status the operator never writes.
+// status the operator never writes. A kind's is Kind.BuiltIn.
 func BuiltInGroup(group string) bool { return builtInGroups[group] }
+
+// BuiltIn reports whether the kind is one of Kubernetes' own: its status
+// is Kubernetes' controllers' (the operator never writes it, a folder has
+// no status.yaml), and so is its schema (no CRD of the folder's).
+func (k *Kind) BuiltIn() bool { return BuiltInGroup(k.GVK.Group) }
+
+// builtIn is BuiltIn of the kind s serves, before it is compiled.
+func (s *Spec) builtIn() bool { return BuiltInGroup(s.GroupKind().Group) }
 
 func validAPIVersionKind(apiVersion, kind string) error {
 	if apiVersion == "" || kind == "" {

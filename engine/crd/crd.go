@@ -93,7 +93,7 @@ func Pluralize(singular string) string {
 // generate builds the CRD from kind.yaml.
 func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	gvk := k.GVK
-	if catalog.BuiltInGroup(gvk.Group) || !strings.Contains(gvk.Group, ".") {
+	if k.BuiltIn() || !strings.Contains(gvk.Group, ".") {
 		return nil, fmt.Errorf("apiVersion %s: a custom resource's group needs a dot and may not be a Kubernetes group", gvk.GroupVersion())
 	}
 	if errs := validation.IsDNS1035Label(gvk.Version); len(errs) > 0 {

@@ -153,7 +153,7 @@ func (f *folder) lint(ctx context.Context, samples []sample, o Options, namespac
 
 	out = append(out, f.reservedGroup()...)
 	var crd *CRD
-	if !catalog.BuiltInGroup(k.GVK.Group) {
+	if !k.BuiltIn() {
 		var err error
 		if o.CRDs != nil {
 			crd, err = o.CRDs.CRD(k)
