@@ -113,6 +113,12 @@ type Spec struct {
 	// Validation are CEL rules over the whole object (self), as the CRD's
 	// x-kubernetes-validations.
 	Validation []apiextensionsv1.ValidationRule `json:"validation,omitempty"`
+
+	// What parseSpec works out of the fields above while it checks them,
+	// kept so that nothing parses them again: the readyWhen rules' checker
+	// and the OpenAPI schemas of spec and status (nil without them).
+	health                   *health.Checker
+	specSchema, statusSchema *apiextensionsv1.JSONSchemaProps
 }
 
 // ChildSpec names a kind of child.
@@ -312,10 +318,6 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		// schemas have no place for the engine's conditions.
 		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
 	}
-	health, err := spec.healthChecker()
-	if err != nil {
-		return nil, err
-	}
 	k := &Kind{
 		Name:        name,
 		Dir:         source,
@@ -323,7 +325,7 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		Spec:        *spec,
 		Files:       files,
 		Templates:   set,
-		Health:      health,
+		Health:      spec.health,
 		Fingerprint: files.Fingerprint(),
 		CRD:         crd,
 		format:      format,
@@ -370,7 +372,8 @@ func parseSpec(data []byte) (*Spec, error) {
 			return nil, fmt.Errorf("readyWhen[%d]: %w", i, err)
 		}
 	}
-	if _, err := s.healthChecker(); err != nil {
+	var err error
+	if s.health, err = s.healthChecker(); err != nil {
 		return nil, err
 	}
 	for file, deps := range s.DependsOn {
@@ -424,17 +427,26 @@ func (s *Spec) validCRDFields() error {
 	if s.HasCRDSchema() && s.builtIn() {
 		return fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind)
 	}
+	var err error
 	if s.SpecSchema != nil {
-		if _, err := shortschema.Parse("spec", s.SpecSchema); err != nil {
+		if s.specSchema, err = shortschema.Parse("spec", s.SpecSchema); err != nil {
 			return err
 		}
 	}
 	if s.StatusSchema != nil {
-		if _, err := shortschema.ParseStatus(s.StatusSchema); err != nil {
+		if s.statusSchema, err = shortschema.ParseStatus(s.StatusSchema); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ShortSchemas are the OpenAPI schemas of kind.yaml's spec and status
+// (engine/schema), parsed once at load; nil for a root kind.yaml does not
+// describe. Each call returns copies, for the caller to complete
+// (engine/crd adds the engine's status fields).
+func (k *Kind) ShortSchemas() (spec, status *apiextensionsv1.JSONSchemaProps) {
+	return k.Spec.specSchema.DeepCopy(), k.Spec.statusSchema.DeepCopy()
 }
 
 // checkDependsOn checks kind.yaml's dependsOn against the folder's child

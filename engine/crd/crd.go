@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/schema"
 )
 
 // ErrNoSchema is returned (wrapped) by ForKind for a folder whose kind.yaml
@@ -106,19 +105,12 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 		}
 	}
 
-	spec := &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
-	if k.Spec.SpecSchema != nil {
-		var err error
-		if spec, err = schema.Parse("spec", k.Spec.SpecSchema); err != nil {
-			return nil, err
-		}
+	spec, status := k.ShortSchemas()
+	if spec == nil {
+		spec = &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
 	}
-	status := &apiextensionsv1.JSONSchemaProps{Type: "object"}
-	if k.Spec.StatusSchema != nil {
-		var err error
-		if status, err = schema.ParseStatus(k.Spec.StatusSchema); err != nil {
-			return nil, err
-		}
+	if status == nil {
+		status = &apiextensionsv1.JSONSchemaProps{Type: "object"}
 	}
 	if status.Properties == nil {
 		status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
