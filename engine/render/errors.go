@@ -13,7 +13,7 @@ import (
 
 // Error is a template error located in a file.
 //
-// Every error returned by ParseFS, Parse, Set.Children and Set.Status is an
+// Every error returned by Parse, Set.Children and Set.Status is an
 // *Error (possibly wrapped), so callers can use errors.As to put the file and
 // line into a status condition. Template is empty only for errors about the
 // Input itself, which no file caused.
