@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -38,9 +39,10 @@ func loadChart(files layout.Files, spec *Spec, lim Limits) (Format, *render.Set,
 		return nil, nil, err
 	}
 	if len(spec.DependsOn) > 0 {
-		return nil, nil, fmt.Errorf("%s: dependsOn: a chart orders its children with Helm's hooks (docs/helm.md), not dependsOn", KindFile)
+		return nil, nil, fieldErr(errors.New("dependsOn: a chart orders its children with Helm's hooks (docs/helm.md), not dependsOn"), "dependsOn")
 	}
-	noStatus := fmt.Errorf("%s: a chart's status is the engine's conditions and the chart's name and version; remove %s", layout.StatusFile, layout.StatusFile)
+	noStatus := render.At(layout.StatusFile, 0, render.CodeFolder,
+		fmt.Errorf("a chart's status is the engine's conditions and the chart's name and version; remove %s", layout.StatusFile))
 	if _, ok := files[layout.StatusFile]; ok {
 		return nil, nil, noStatus
 	}
@@ -56,8 +58,8 @@ func loadChart(files layout.Files, spec *Spec, lim Limits) (Format, *render.Set,
 		// where its author cannot forge them (the hooks that succeeded,
 		// the deletion hooks that ran): a built-in kind's status is
 		// Kubernetes'. Nor has a built-in kind a spec to be the values.
-		return nil, nil, fmt.Errorf("%s: a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
-			KindFile, spec.Kind)
+		return nil, nil, fieldErr(fmt.Errorf("a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
+			spec.Kind), "kind")
 	}
 	return chartFormat{ch: ch, adoptReleases: spec.AdoptHelmReleases}, ch.Set, nil
 }

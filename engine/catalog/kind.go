@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
@@ -285,9 +284,41 @@ func ReadSpec(files layout.Files) (*Spec, error) {
 	}
 	spec, err := parseSpec(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", KindFile, err)
+		err = kindYAMLError(data, err)
+		if re, ok := errors.AsType[*render.Error](err); !ok || re.Template != KindFile {
+			err = render.At(KindFile, 0, render.CodeKindYAML, err)
+		}
+		return nil, err
 	}
 	return spec, nil
+}
+
+// fieldError is a mistake of kind.yaml's field at path (its keys, as
+// render.YAMLPathLine reads them), which kindYAMLError locates. Its
+// message is err's.
+type fieldError struct {
+	path []string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+func fieldErr(err error, path ...string) error { return &fieldError{path: path, err: err} }
+
+// kindYAMLError is err, when it is a mistake of a field of kind.yaml
+// (data: a fieldError, a short schema's), as the *render.Error at the
+// field's line; any other error as it is.
+func kindYAMLError(data []byte, err error) error {
+	var path []string
+	if fe, ok := errors.AsType[*fieldError](err); ok {
+		path = fe.path // before a render.Error it wraps: a readyWhen's
+	} else if se, ok := errors.AsType[*shortschema.Error](err); ok {
+		path = se.Keys()
+	} else {
+		return err
+	}
+	return render.At(KindFile, render.YAMLPathLine(data, path...), render.CodeKindYAML, err)
 }
 
 // GroupKind is the kind the folder serves.
@@ -304,19 +335,21 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 	crd, hasCRD := files[CRDFile]
 	if hasCRD && spec.HasCRDSchema() {
 		// Two descriptions of one CRD would drift apart.
-		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
+		return nil, kindYAMLError(files[KindFile], fieldErr(fmt.Errorf("the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", CRDFile, KindFile, CRDFile),
+			spec.schemaField()))
 	}
 	format, set, err := l.loadFormat(files, spec)
 	if err != nil {
-		return nil, err
+		return nil, kindYAMLError(files[KindFile], err)
 	}
 	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
-		return nil, err
+		return nil, kindYAMLError(files[KindFile], err)
 	}
 	if set.HasStatus() && spec.builtIn() {
 		// Their status belongs to Kubernetes' own controllers, and their
 		// schemas have no place for the engine's conditions.
-		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
+		return nil, render.At(layout.StatusFile, 0, render.CodeFolder,
+			fmt.Errorf("the status of built-in kind %s is not the operator's to write; remove %s", spec.Kind, layout.StatusFile))
 	}
 	k := &Kind{
 		Name:        name,
@@ -336,58 +369,61 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 
 func parseSpec(data []byte) (*Spec, error) {
 	var s Spec
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+	if err := render.DecodeYAML(KindFile, data, &s, render.CodeKindYAML); err != nil {
 		return nil, err
 	}
 	if err := validAPIVersionKind(s.APIVersion, s.Kind); err != nil {
-		return nil, err
+		return nil, fieldErr(err, "apiVersion")
 	}
 	if s.Workers < 0 {
-		return nil, fmt.Errorf("workers must not be negative, got %d", s.Workers)
+		return nil, fieldErr(fmt.Errorf("workers must not be negative, got %d", s.Workers), "workers")
 	}
 	if _, err := selectorString(s.Selector); err != nil {
-		return nil, fmt.Errorf("selector: %w", err)
+		return nil, fieldErr(fmt.Errorf("selector: %w", err), "selector")
 	}
 	seen := map[schema.GroupKind]int{}
 	for i, l := range s.Lookups {
+		item := fmt.Sprintf("lookups[%d]", i)
 		if err := validAPIVersionKind(l.APIVersion, l.Kind); err != nil {
-			return nil, fmt.Errorf("lookups[%d]: %w", i, err)
+			return nil, fieldErr(fmt.Errorf("%s: %w", item, err), item)
 		}
 		if _, err := selectorString(l.Selector); err != nil {
-			return nil, fmt.Errorf("lookups[%d].selector: %w", i, err)
+			return nil, fieldErr(fmt.Errorf("%s.selector: %w", item, err), item, "selector")
 		}
 		gk := schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()
 		if j, dup := seen[gk]; dup {
-			return nil, fmt.Errorf("lookups[%d]: %s is already declared by lookups[%d]", i, gk, j)
+			return nil, fieldErr(fmt.Errorf("%s: %s is already declared by lookups[%d]", item, gk, j), item)
 		}
 		seen[gk] = i
 	}
 	for i, c := range s.Children {
 		if err := validAPIVersionKind(c.APIVersion, c.Kind); err != nil {
-			return nil, fmt.Errorf("children[%d]: %w", i, err)
+			item := fmt.Sprintf("children[%d]", i)
+			return nil, fieldErr(fmt.Errorf("%s: %w", item, err), item)
 		}
 	}
 	for i, r := range s.ReadyWhen {
 		if err := validAPIVersionKind(r.APIVersion, r.Kind); err != nil {
-			return nil, fmt.Errorf("readyWhen[%d]: %w", i, err)
+			item := fmt.Sprintf("readyWhen[%d]", i)
+			return nil, fieldErr(fmt.Errorf("%s: %w", item, err), item)
 		}
 	}
 	var err error
 	if s.health, err = s.healthChecker(); err != nil {
-		return nil, err
+		return nil, fieldErr(err, "readyWhen")
 	}
-	for file, deps := range s.DependsOn {
-		if len(deps) == 0 {
-			return nil, fmt.Errorf("dependsOn: %s: the list of files it waits for is empty", file)
+	for _, file := range slices.Sorted(maps.Keys(s.DependsOn)) {
+		if len(s.DependsOn[file]) == 0 {
+			return nil, fieldErr(fmt.Errorf("dependsOn: %s: the list of files it waits for is empty", file), "dependsOn", file)
 		}
 	}
 	if n := s.ServiceAccountName; n != "" {
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
-			return nil, fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; "))
+			return nil, fieldErr(fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; ")), "serviceAccountName")
 		}
 	}
 	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
-		return nil, errors.New("budget: values must not be negative")
+		return nil, fieldErr(errors.New("budget: values must not be negative"), "budget")
 	}
 	if err := s.validCRDFields(); err != nil {
 		return nil, err
@@ -404,6 +440,20 @@ func (s *Spec) healthChecker() (*health.Checker, error) {
 	return health.NewChecker(rules)
 }
 
+// schemaField is the first field of kind.yaml that describes the kind's
+// CRD (HasCRDSchema).
+func (s *Spec) schemaField() string {
+	switch {
+	case s.SpecSchema != nil:
+		return "spec"
+	case s.StatusSchema != nil:
+		return "status"
+	case len(s.PrinterColumns) > 0:
+		return "printerColumns"
+	}
+	return "validation"
+}
+
 // HasCRDSchema reports whether kind.yaml describes the kind's CRD (engine/crd
 // generates it then).
 func (s *Spec) HasCRDSchema() bool {
@@ -417,15 +467,15 @@ func (s *Spec) validCRDFields() error {
 	switch s.Scope {
 	case "", "Namespaced", "Cluster":
 	default:
-		return fmt.Errorf("scope %q: want Namespaced or Cluster", s.Scope)
+		return fieldErr(fmt.Errorf("scope %q: want Namespaced or Cluster", s.Scope), "scope")
 	}
 	if s.Plural != "" {
 		if errs := validation.IsDNS1035Label(s.Plural); len(errs) > 0 {
-			return fmt.Errorf("plural %q: %s", s.Plural, strings.Join(errs, "; "))
+			return fieldErr(fmt.Errorf("plural %q: %s", s.Plural, strings.Join(errs, "; ")), "plural")
 		}
 	}
 	if s.HasCRDSchema() && s.builtIn() {
-		return fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind)
+		return fieldErr(fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind), "kind")
 	}
 	var err error
 	if s.SpecSchema != nil {
@@ -460,14 +510,14 @@ func checkDependsOn(deps map[string][]string, children []string) error {
 	files := slices.Sorted(maps.Keys(deps))
 	for _, f := range files {
 		if !isChild[f] {
-			return fmt.Errorf("%s dependsOn: %s is not a child template of the folder", KindFile, f)
+			return fieldErr(fmt.Errorf("dependsOn: %s is not a child template of the folder", f), "dependsOn", f)
 		}
 		for _, d := range deps[f] {
 			switch {
 			case d == f:
-				return fmt.Errorf("%s dependsOn: %s waits for itself", KindFile, f)
+				return fieldErr(fmt.Errorf("dependsOn: %s waits for itself", f), "dependsOn", f)
 			case !isChild[d]:
-				return fmt.Errorf("%s dependsOn: %s waits for %s, which is not a child template of the folder", KindFile, f, d)
+				return fieldErr(fmt.Errorf("dependsOn: %s waits for %s, which is not a child template of the folder", f, d), "dependsOn", f)
 			}
 		}
 	}
@@ -486,7 +536,7 @@ func checkDependsOn(deps map[string][]string, children []string) error {
 			return nil
 		case visiting:
 			i := slices.Index(path, f)
-			return fmt.Errorf("%s dependsOn: cycle %s", KindFile, strings.Join(append(slices.Clone(path[i:]), f), " -> "))
+			return fieldErr(fmt.Errorf("dependsOn: cycle %s", strings.Join(append(slices.Clone(path[i:]), f), " -> ")), "dependsOn", path[i])
 		}
 		state[f] = visiting
 		path = append(path, f)

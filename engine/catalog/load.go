@@ -200,19 +200,17 @@ func LoadEvery(dir string) ([]*Kind, error) {
 	return kinds, nil
 }
 
-// locate puts the folder's path before the file:line of err.
+// locate puts the folder's path before the file:line of err, a mistake
+// in a file of the folder (*render.Error), or before err.
 func locate(dir string, err error) error {
-	var re *render.Error
-	if errors.As(err, &re) && re.Template != "" {
+	if re, ok := errors.AsType[*render.Error](err); ok && re.Template != "" {
 		return &located{path: filepath.Join(dir, re.Template), err: re}
-	}
-	if strings.HasPrefix(err.Error(), KindFile+":") {
-		return fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
 	}
 	return fmt.Errorf("%s: %w", dir, err)
 }
 
-// located is a render error with the path of its file: path:line: message.
+// located is a mistake in a file with the path of its file: path:line:
+// message.
 type located struct {
 	path string
 	err  *render.Error
