@@ -2,16 +2,17 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -38,9 +39,10 @@ func loadChart(files layout.Files, spec *Spec, lim Limits) (Format, *render.Set,
 		return nil, nil, err
 	}
 	if len(spec.DependsOn) > 0 {
-		return nil, nil, fmt.Errorf("%s: dependsOn: a chart orders its children with Helm's hooks (docs/helm.md), not dependsOn", KindFile)
+		return nil, nil, fieldErr(errors.New("dependsOn: a chart orders its children with Helm's hooks (docs/helm.md), not dependsOn"), "dependsOn")
 	}
-	noStatus := fmt.Errorf("%s: a chart's status is the engine's conditions and the chart's name and version; remove %s", layout.StatusFile, layout.StatusFile)
+	noStatus := render.At(layout.StatusFile, 0, render.CodeFolder,
+		fmt.Errorf("a chart's status is the engine's conditions and the chart's name and version; remove %s", layout.StatusFile))
 	if _, ok := files[layout.StatusFile]; ok {
 		return nil, nil, noStatus
 	}
@@ -51,13 +53,13 @@ func loadChart(files layout.Files, spec *Spec, lim Limits) (Format, *render.Set,
 	if ch.HasFile(layout.StatusFile) {
 		return nil, nil, noStatus // in the packaged chart
 	}
-	if BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+	if spec.builtIn() {
 		// A chart's object keeps the records of its hooks in its status,
 		// where its author cannot forge them (the hooks that succeeded,
 		// the deletion hooks that ran): a built-in kind's status is
 		// Kubernetes'. Nor has a built-in kind a spec to be the values.
-		return nil, nil, fmt.Errorf("%s: a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
-			KindFile, spec.Kind)
+		return nil, nil, fieldErr(fmt.Errorf("a chart kind keeps the records of its hooks in its objects' status, and the status of built-in kind %s is not the operator's to write: serve the chart as a custom kind",
+			spec.Kind), "kind")
 	}
 	return chartFormat{ch: ch, adoptReleases: spec.AdoptHelmReleases}, ch.Set, nil
 }
@@ -167,7 +169,7 @@ func (f chartFormat) Claimant(manager string) ownership.Claimant {
 func (chartFormat) ReadsCluster() bool { return true }
 
 // NeverApplied: a chart's test and rollback hooks (chart.NeverApplied).
-func (chartFormat) NeverApplied() NeverApplied { return chart.NeverApplied }
+func (chartFormat) NeverApplied() childkinds.NeverApplied { return chart.NeverApplied }
 
 // FileOf: a chart's templates are named from the chart's name
 // (web/templates/x.yaml); the file is the folder's templates/x.yaml.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
 )
 

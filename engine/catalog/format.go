@@ -7,8 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -69,7 +70,7 @@ type Format interface {
 	ReadsCluster() bool
 	// NeverApplied tells the manifests the format never applies by their
 	// annotations, for the static analysis of child kinds; nil: none.
-	NeverApplied() NeverApplied
+	NeverApplied() childkinds.NeverApplied
 	// FileOf is the folder's file that a template name stands for.
 	FileOf(template string) string
 	// TemplatesRenderAlone reports whether one child template can render
@@ -224,7 +225,7 @@ func (k *Kind) ReadsCluster() bool { return k.formatOf().ReadsCluster() }
 // NeverApplied is what tells a manifest the folder never applies by its
 // annotations: a chart's test and rollback hooks. Nil for a folder of
 // templates, which applies what it renders.
-func (k *Kind) NeverApplied() NeverApplied { return k.formatOf().NeverApplied() }
+func (k *Kind) NeverApplied() childkinds.NeverApplied { return k.formatOf().NeverApplied() }
 
 // FileOf is the folder's file that the template name stands for: a
 // chart's templates are named as Helm names them, from the chart's name

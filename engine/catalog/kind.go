@@ -15,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/health"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
 	shortschema "github.com/tmplop/operator/engine/schema"
 )
@@ -112,6 +112,12 @@ type Spec struct {
 	// Validation are CEL rules over the whole object (self), as the CRD's
 	// x-kubernetes-validations.
 	Validation []apiextensionsv1.ValidationRule `json:"validation,omitempty"`
+
+	// What parseSpec works out of the fields above while it checks them,
+	// kept so that nothing parses them again: the readyWhen rules' checker
+	// and the OpenAPI schemas of spec and status (nil without them).
+	health                   *health.Checker
+	specSchema, statusSchema *apiextensionsv1.JSONSchemaProps
 }
 
 // ChildSpec names a kind of child.
@@ -179,7 +185,7 @@ type Kind struct {
 	format Format
 
 	// childKinds answers ChildKinds, once.
-	childKinds func() ([]ChildKind, error)
+	childKinds func() ([]childkinds.Kind, error)
 }
 
 // Workers is the number of concurrent reconciles for the kind.
@@ -278,9 +284,41 @@ func ReadSpec(files layout.Files) (*Spec, error) {
 	}
 	spec, err := parseSpec(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", KindFile, err)
+		err = kindYAMLError(data, err)
+		if re, ok := errors.AsType[*render.Error](err); !ok || re.Template != KindFile {
+			err = render.At(KindFile, 0, render.CodeKindYAML, err)
+		}
+		return nil, err
 	}
 	return spec, nil
+}
+
+// fieldError is a mistake of kind.yaml's field at path (its keys, as
+// render.YAMLPathLine reads them), which kindYAMLError locates. Its
+// message is err's.
+type fieldError struct {
+	path []string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+func fieldErr(err error, path ...string) error { return &fieldError{path: path, err: err} }
+
+// kindYAMLError is err, when it is a mistake of a field of kind.yaml
+// (data: a fieldError, a short schema's), as the *render.Error at the
+// field's line; any other error as it is.
+func kindYAMLError(data []byte, err error) error {
+	var path []string
+	if fe, ok := errors.AsType[*fieldError](err); ok {
+		path = fe.path // before a render.Error it wraps: a readyWhen's
+	} else if se, ok := errors.AsType[*shortschema.Error](err); ok {
+		path = se.Keys()
+	} else {
+		return err
+	}
+	return render.At(KindFile, render.YAMLPathLine(data, path...), render.CodeKindYAML, err)
 }
 
 // GroupKind is the kind the folder serves.
@@ -297,23 +335,21 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 	crd, hasCRD := files[CRDFile]
 	if hasCRD && spec.HasCRDSchema() {
 		// Two descriptions of one CRD would drift apart.
-		return nil, fmt.Errorf("%s: the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", KindFile, CRDFile, KindFile, CRDFile)
+		return nil, kindYAMLError(files[KindFile], fieldErr(fmt.Errorf("the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", CRDFile, KindFile, CRDFile),
+			spec.schemaField()))
 	}
 	format, set, err := l.loadFormat(files, spec)
 	if err != nil {
-		return nil, err
+		return nil, kindYAMLError(files[KindFile], err)
 	}
 	if err := checkDependsOn(spec.DependsOn, set.ChildTemplates()); err != nil {
-		return nil, err
+		return nil, kindYAMLError(files[KindFile], err)
 	}
-	if set.HasStatus() && BuiltInGroup(schema.FromAPIVersionAndKind(spec.APIVersion, spec.Kind).Group) {
+	if set.HasStatus() && spec.builtIn() {
 		// Their status belongs to Kubernetes' own controllers, and their
 		// schemas have no place for the engine's conditions.
-		return nil, fmt.Errorf("status.yaml: the status of built-in kind %s is not the operator's to write; remove status.yaml", spec.Kind)
-	}
-	health, err := spec.healthChecker()
-	if err != nil {
-		return nil, err
+		return nil, render.At(layout.StatusFile, 0, render.CodeFolder,
+			fmt.Errorf("the status of built-in kind %s is not the operator's to write; remove %s", spec.Kind, layout.StatusFile))
 	}
 	k := &Kind{
 		Name:        name,
@@ -322,7 +358,7 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		Spec:        *spec,
 		Files:       files,
 		Templates:   set,
-		Health:      health,
+		Health:      spec.health,
 		Fingerprint: files.Fingerprint(),
 		CRD:         crd,
 		format:      format,
@@ -333,57 +369,61 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 
 func parseSpec(data []byte) (*Spec, error) {
 	var s Spec
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+	if err := render.DecodeYAML(KindFile, data, &s, render.CodeKindYAML); err != nil {
 		return nil, err
 	}
 	if err := validAPIVersionKind(s.APIVersion, s.Kind); err != nil {
-		return nil, err
+		return nil, fieldErr(err, "apiVersion")
 	}
 	if s.Workers < 0 {
-		return nil, fmt.Errorf("workers must not be negative, got %d", s.Workers)
+		return nil, fieldErr(fmt.Errorf("workers must not be negative, got %d", s.Workers), "workers")
 	}
 	if _, err := selectorString(s.Selector); err != nil {
-		return nil, fmt.Errorf("selector: %w", err)
+		return nil, fieldErr(fmt.Errorf("selector: %w", err), "selector")
 	}
 	seen := map[schema.GroupKind]int{}
 	for i, l := range s.Lookups {
+		item := fmt.Sprintf("lookups[%d]", i)
 		if err := validAPIVersionKind(l.APIVersion, l.Kind); err != nil {
-			return nil, fmt.Errorf("lookups[%d]: %w", i, err)
+			return nil, fieldErr(fmt.Errorf("%s: %w", item, err), item)
 		}
 		if _, err := selectorString(l.Selector); err != nil {
-			return nil, fmt.Errorf("lookups[%d].selector: %w", i, err)
+			return nil, fieldErr(fmt.Errorf("%s.selector: %w", item, err), item, "selector")
 		}
 		gk := schema.FromAPIVersionAndKind(l.APIVersion, l.Kind).GroupKind()
 		if j, dup := seen[gk]; dup {
-			return nil, fmt.Errorf("lookups[%d]: %s is already declared by lookups[%d]", i, gk, j)
+			return nil, fieldErr(fmt.Errorf("%s: %s is already declared by lookups[%d]", item, gk, j), item)
 		}
 		seen[gk] = i
 	}
 	for i, c := range s.Children {
 		if err := validAPIVersionKind(c.APIVersion, c.Kind); err != nil {
-			return nil, fmt.Errorf("children[%d]: %w", i, err)
+			item := fmt.Sprintf("children[%d]", i)
+			return nil, fieldErr(fmt.Errorf("%s: %w", item, err), item)
 		}
 	}
 	for i, r := range s.ReadyWhen {
 		if err := validAPIVersionKind(r.APIVersion, r.Kind); err != nil {
-			return nil, fmt.Errorf("readyWhen[%d]: %w", i, err)
+			item := fmt.Sprintf("readyWhen[%d]", i)
+			return nil, fieldErr(fmt.Errorf("%s: %w", item, err), item)
 		}
 	}
-	if _, err := s.healthChecker(); err != nil {
-		return nil, err
+	var err error
+	if s.health, err = s.healthChecker(); err != nil {
+		return nil, fieldErr(err, "readyWhen")
 	}
-	for file, deps := range s.DependsOn {
-		if len(deps) == 0 {
-			return nil, fmt.Errorf("dependsOn: %s: the list of files it waits for is empty", file)
+	for _, file := range slices.Sorted(maps.Keys(s.DependsOn)) {
+		if len(s.DependsOn[file]) == 0 {
+			return nil, fieldErr(fmt.Errorf("dependsOn: %s: the list of files it waits for is empty", file), "dependsOn", file)
 		}
 	}
 	if n := s.ServiceAccountName; n != "" {
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
-			return nil, fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; "))
+			return nil, fieldErr(fmt.Errorf("serviceAccountName %q: %s", n, strings.Join(errs, "; ")), "serviceAccountName")
 		}
 	}
 	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
-		return nil, errors.New("budget: values must not be negative")
+		return nil, fieldErr(errors.New("budget: values must not be negative"), "budget")
 	}
 	if err := s.validCRDFields(); err != nil {
 		return nil, err
@@ -400,6 +440,20 @@ func (s *Spec) healthChecker() (*health.Checker, error) {
 	return health.NewChecker(rules)
 }
 
+// schemaField is the first field of kind.yaml that describes the kind's
+// CRD (HasCRDSchema).
+func (s *Spec) schemaField() string {
+	switch {
+	case s.SpecSchema != nil:
+		return "spec"
+	case s.StatusSchema != nil:
+		return "status"
+	case len(s.PrinterColumns) > 0:
+		return "printerColumns"
+	}
+	return "validation"
+}
+
 // HasCRDSchema reports whether kind.yaml describes the kind's CRD (engine/crd
 // generates it then).
 func (s *Spec) HasCRDSchema() bool {
@@ -413,27 +467,36 @@ func (s *Spec) validCRDFields() error {
 	switch s.Scope {
 	case "", "Namespaced", "Cluster":
 	default:
-		return fmt.Errorf("scope %q: want Namespaced or Cluster", s.Scope)
+		return fieldErr(fmt.Errorf("scope %q: want Namespaced or Cluster", s.Scope), "scope")
 	}
 	if s.Plural != "" {
 		if errs := validation.IsDNS1035Label(s.Plural); len(errs) > 0 {
-			return fmt.Errorf("plural %q: %s", s.Plural, strings.Join(errs, "; "))
+			return fieldErr(fmt.Errorf("plural %q: %s", s.Plural, strings.Join(errs, "; ")), "plural")
 		}
 	}
-	if s.HasCRDSchema() && BuiltInGroup(schema.FromAPIVersionAndKind(s.APIVersion, s.Kind).Group) {
-		return fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind)
+	if s.HasCRDSchema() && s.builtIn() {
+		return fieldErr(fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind), "kind")
 	}
+	var err error
 	if s.SpecSchema != nil {
-		if _, err := shortschema.Parse("spec", s.SpecSchema); err != nil {
+		if s.specSchema, err = shortschema.Parse("spec", s.SpecSchema); err != nil {
 			return err
 		}
 	}
 	if s.StatusSchema != nil {
-		if _, err := shortschema.ParseStatus(s.StatusSchema); err != nil {
+		if s.statusSchema, err = shortschema.ParseStatus(s.StatusSchema); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ShortSchemas are the OpenAPI schemas of kind.yaml's spec and status
+// (engine/schema), parsed once at load; nil for a root kind.yaml does not
+// describe. Each call returns copies, for the caller to complete
+// (engine/crd adds the engine's status fields).
+func (k *Kind) ShortSchemas() (spec, status *apiextensionsv1.JSONSchemaProps) {
+	return k.Spec.specSchema.DeepCopy(), k.Spec.statusSchema.DeepCopy()
 }
 
 // checkDependsOn checks kind.yaml's dependsOn against the folder's child
@@ -447,14 +510,14 @@ func checkDependsOn(deps map[string][]string, children []string) error {
 	files := slices.Sorted(maps.Keys(deps))
 	for _, f := range files {
 		if !isChild[f] {
-			return fmt.Errorf("%s dependsOn: %s is not a child template of the folder", KindFile, f)
+			return fieldErr(fmt.Errorf("dependsOn: %s is not a child template of the folder", f), "dependsOn", f)
 		}
 		for _, d := range deps[f] {
 			switch {
 			case d == f:
-				return fmt.Errorf("%s dependsOn: %s waits for itself", KindFile, f)
+				return fieldErr(fmt.Errorf("dependsOn: %s waits for itself", f), "dependsOn", f)
 			case !isChild[d]:
-				return fmt.Errorf("%s dependsOn: %s waits for %s, which is not a child template of the folder", KindFile, f, d)
+				return fieldErr(fmt.Errorf("dependsOn: %s waits for %s, which is not a child template of the folder", f, d), "dependsOn", f)
 			}
 		}
 	}
@@ -473,7 +536,7 @@ func checkDependsOn(deps map[string][]string, children []string) error {
 			return nil
 		case visiting:
 			i := slices.Index(path, f)
-			return fmt.Errorf("%s dependsOn: cycle %s", KindFile, strings.Join(append(slices.Clone(path[i:]), f), " -> "))
+			return fieldErr(fmt.Errorf("dependsOn: cycle %s", strings.Join(append(slices.Clone(path[i:]), f), " -> ")), "dependsOn", path[i])
 		}
 		state[f] = visiting
 		path = append(path, f)
@@ -527,8 +590,16 @@ var builtInGroups = map[string]bool{
 }
 
 // BuiltInGroup reports whether group holds Kubernetes' own kinds, whose
-// status the operator never writes.
+// status the operator never writes. A kind's is Kind.BuiltIn.
 func BuiltInGroup(group string) bool { return builtInGroups[group] }
+
+// BuiltIn reports whether the kind is one of Kubernetes' own: its status
+// is Kubernetes' controllers' (the operator never writes it, a folder has
+// no status.yaml), and so is its schema (no CRD of the folder's).
+func (k *Kind) BuiltIn() bool { return BuiltInGroup(k.GVK.Group) }
+
+// builtIn is BuiltIn of the kind s serves, before it is compiled.
+func (s *Spec) builtIn() bool { return BuiltInGroup(s.GroupKind().Group) }
 
 func validAPIVersionKind(apiVersion, kind string) error {
 	if apiVersion == "" || kind == "" {

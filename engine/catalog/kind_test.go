@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -104,4 +105,29 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("accepted a bad selector: %v", err)
 		}
 	})
+}
+
+// TestShortSchemas: the schemas kind.yaml's short schema gives, parsed at
+// load, are handed out as copies: engine/crd completes them, and must not
+// complete the Kind's.
+func TestShortSchemas(t *testing.T) {
+	k, err := Compile("w", "w", layout.Files{KindFile: []byte("apiVersion: a.example.com/v1\nkind: A\nspec:\n  size: integer\nstatus:\n  phase: string\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, status := k.ShortSchemas()
+	if spec.Properties["size"].Type != "integer" || status.Properties["phase"].Type != "string" {
+		t.Fatalf("spec %+v, status %+v", spec, status)
+	}
+	status.Properties["observedGeneration"] = spec.Properties["size"]
+	if _, again := k.ShortSchemas(); len(again.Properties) != 1 {
+		t.Errorf("a change to the copy changed the Kind's: %v", again.Properties)
+	}
+	none, err := Compile("w", "w", layout.Files{KindFile: []byte("apiVersion: a.example.com/v1\nkind: A\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec, status := none.ShortSchemas(); spec != nil || status != nil {
+		t.Errorf("no short schema: got %v, %v", spec, status)
+	}
 }

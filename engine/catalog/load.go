@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -69,19 +70,44 @@ func Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
 
 // Load is Load within l.
 func (l Limits) Load(root string) (kinds []*Kind, skipped []*FolderError, err error) {
+	return l.LoadSince(root, nil)
+}
+
+// LoadSince is Load, but a folder whose files are those of the Kind last
+// returns for its source (its Dir), by their fingerprint, is that Kind,
+// not compiled again: a reload compiles only the folders that changed.
+// last may be nil; a nil Kind is none.
+func (l Limits) LoadSince(root string, last func(source string) *Kind) (kinds []*Kind, skipped []*FolderError, err error) {
 	dirs, err := FolderDirs(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	kinds, skipped = loadDirs(l.sources(root, dirs))
+	kinds, skipped = l.loadDirs(l.sources(root, dirs), last)
 	return kinds, skipped, nil
 }
 
+// Sources names the folders Load would load under root, without reading
+// them: its kind folders, then the entries of its watches.yaml (or the
+// watches.yaml, when it cannot be read). The error is for a root that
+// cannot be read.
+func Sources(root string) ([]string, error) {
+	dirs, err := FolderDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	srcs := Limits{}.sources(root, dirs)
+	out := make([]string, 0, len(srcs))
+	for _, s := range srcs {
+		out = append(out, s.dir)
+	}
+	return out, nil
+}
+
 // source is one kind folder to load: a folder of root, or an entry of
-// root's watches.yaml.
+// root's watches.yaml. read returns the folder's name and files.
 type source struct {
 	dir  string
-	load func() (*Kind, error)
+	read func() (string, layout.Files, error)
 }
 
 // sources are the folders dirs, then the entries of root's watches.yaml.
@@ -89,35 +115,50 @@ type source struct {
 func (l Limits) sources(root string, dirs []string) []source {
 	out := make([]source, 0, len(dirs))
 	for _, dir := range dirs {
-		out = append(out, source{dir: dir, load: func() (*Kind, error) { return l.loadKindFS(filepath.Base(dir), dir, os.DirFS(dir)) }})
+		out = append(out, source{dir: dir, read: func() (string, layout.Files, error) {
+			files, err := ReadFolder(os.DirFS(dir))
+			return filepath.Base(dir), files, err
+		}})
 	}
 	watches, err := readWatches(root)
 	if err != nil {
-		return append(out, source{dir: filepath.Join(root, WatchesFile), load: func() (*Kind, error) { return nil, err }})
+		return append(out, source{dir: filepath.Join(root, WatchesFile), read: func() (string, layout.Files, error) { return "", nil, err }})
 	}
 	uses := map[string]int{}
 	for _, w := range watches {
 		uses[w.dir]++
 	}
 	for _, w := range watches {
-		out = append(out, source{dir: watchSource(w, uses[w.dir] > 1), load: func() (*Kind, error) {
-			k, err := l.loadWatch(w)
-			if k != nil {
-				k.Dir = watchSource(w, uses[w.dir] > 1)
-			}
-			return k, err
+		out = append(out, source{dir: watchSource(w, uses[w.dir] > 1), read: func() (string, layout.Files, error) {
+			files, err := readWatch(w)
+			return filepath.Base(w.dir), files, err
 		}})
 	}
 	return out
 }
 
-// loadDirs loads the folders of srcs, one folder per kind: a second folder
-// for a kind is skipped, naming the first.
-func loadDirs(srcs []source) (kinds []*Kind, skipped []*FolderError) {
+// load reads src and compiles it, or returns last's Kind of it when its
+// files are the same.
+func (l Limits) load(src source, last func(source string) *Kind) (*Kind, error) {
+	name, files, err := src.read()
+	if err != nil {
+		return nil, err
+	}
+	if last != nil {
+		if k := last(src.dir); k != nil && k.Fingerprint == files.Fingerprint() {
+			return k, nil
+		}
+	}
+	return l.Compile(name, src.dir, files)
+}
+
+// loadDirs loads the folders of srcs (see load), one folder per kind: a
+// second folder for a kind is skipped, naming the first.
+func (l Limits) loadDirs(srcs []source, last func(source string) *Kind) (kinds []*Kind, skipped []*FolderError) {
 	seen := map[string]string{}
 	for _, src := range srcs {
 		dir := src.dir
-		k, err := src.load()
+		k, err := l.load(src, last)
 		if err != nil {
 			skipped = append(skipped, &FolderError{Dir: dir, Err: err})
 			continue
@@ -148,7 +189,7 @@ func LoadEvery(dir string) ([]*Kind, error) {
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("%s: no kind folder (a folder with a %s)", dir, KindFile)
 	}
-	kinds, skipped := loadDirs(srcs)
+	kinds, skipped := Limits{}.loadDirs(srcs, nil)
 	var errs []error
 	for _, s := range skipped {
 		errs = append(errs, locate(s.Dir, s.Err))
@@ -159,19 +200,17 @@ func LoadEvery(dir string) ([]*Kind, error) {
 	return kinds, nil
 }
 
-// locate puts the folder's path before the file:line of err.
+// locate puts the folder's path before the file:line of err, a mistake
+// in a file of the folder (*render.Error), or before err.
 func locate(dir string, err error) error {
-	var re *render.Error
-	if errors.As(err, &re) && re.Template != "" {
+	if re, ok := errors.AsType[*render.Error](err); ok && re.Template != "" {
 		return &located{path: filepath.Join(dir, re.Template), err: re}
-	}
-	if strings.HasPrefix(err.Error(), KindFile+":") {
-		return fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
 	}
 	return fmt.Errorf("%s: %w", dir, err)
 }
 
-// located is a render error with the path of its file: path:line: message.
+// located is a mistake in a file with the path of its file: path:line:
+// message.
 type located struct {
 	path string
 	err  *render.Error

@@ -8,7 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/catalog/childkinds"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/render"
 )
@@ -71,7 +72,7 @@ func (templates) Claimant(manager string) ownership.Claimant {
 
 func (templates) ReadsCluster() bool { return false }
 
-func (templates) NeverApplied() NeverApplied { return nil }
+func (templates) NeverApplied() childkinds.NeverApplied { return nil }
 
 func (templates) FileOf(template string) string { return template }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // WatchesFile is the Helm operator's list of kinds served by charts, at
@@ -113,9 +114,9 @@ func watchEntry(root string, e map[string]any) (watchFolder, error) {
 	return watchFolder{dir: filepath.Clean(dir), kindYAML: kindYAML}, nil
 }
 
-// loadWatch loads the chart of a watches.yaml entry as a kind folder,
+// readWatch reads the chart of a watches.yaml entry as a kind folder,
 // with the entry as its kind.yaml.
-func (l Limits) loadWatch(w watchFolder) (*Kind, error) {
+func readWatch(w watchFolder) (layout.Files, error) {
 	fsys := os.DirFS(w.dir)
 	if !chart.IsChart(fsys) {
 		return nil, fmt.Errorf("%s: not a chart (no %s)", w.dir, chart.File)
@@ -128,7 +129,7 @@ func (l Limits) loadWatch(w watchFolder) (*Kind, error) {
 		return nil, fmt.Errorf("the chart has a %s and a %s entry: keep one", KindFile, WatchesFile)
 	}
 	files[KindFile] = w.kindYAML
-	return l.Compile(filepath.Base(w.dir), w.dir, files)
+	return files, nil
 }
 
 // watchSource names a watches.yaml entry's folder in errors and across

@@ -9,8 +9,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
 )
 

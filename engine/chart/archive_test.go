@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // TestUnpackLimits: the count an archive unpacks against, at its edges:

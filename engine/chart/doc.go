@@ -11,7 +11,7 @@
 //	catalog: a folder with Chart.yaml -> chart.Load (this package)
 //	  -> per object: Chart.Dots (values, scopes, enabled subcharts)
 //	  -> render: Set.Children with Input.Dots
-//	  -> Chart.Order (this package): hooks become apply order
+//	  -> Order (this package): hooks become apply order
 //	  -> reconcile: plan, apply in that order, status
 //
 // What a folder's author or an object's author could make the operator do

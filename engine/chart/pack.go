@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // Pack packages a chart's files (Read's) as helm package lays them out, a

@@ -7,7 +7,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // TestPack: a packed chart loads with Helm's loader as its folder does,

@@ -8,7 +8,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/ignore"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // File is Helm's name of a chart's metadata: a folder that holds one at

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/ownership"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // ConfigMapFolders are kind folders delivered as ConfigMaps: one ConfigMap

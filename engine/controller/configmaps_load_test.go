@@ -14,8 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // widgetConfigMap is widgetFolder as a labelled ConfigMap of ops at

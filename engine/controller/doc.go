@@ -20,9 +20,11 @@
 //   - Start and stop a kind at runtime (Manager.Start, Manager.Stop): a kind
 //     whose CRD is not installed yet waits for it, with backoff, without
 //     holding up the others.
-//   - Enqueue on create, on a generation change, on label, annotation or
-//     deletion changes; never on a status-only change, so the operator's own
-//     status write does not reconcile again.
+//   - Enqueue a parent on create, on a generation change, on label,
+//     annotation or deletion changes (needsReconcile); never on a change of
+//     its status alone, or of the engine's own marks, so that the
+//     operator's own writes do not reconcile it again. A child's change,
+//     its status included, reconciles its parent.
 //   - Handlers only enqueue keys; workers read the object from the cache and
 //     deep-copy it before the reconciler sees it; while the watch has not
 //     shown the reconciler's own last write of the object, they read what

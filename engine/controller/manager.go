@@ -137,8 +137,10 @@ type Manager struct {
 	// loaded is set once the kind folders were first loaded: until then,
 	// serving no kind does not mean ready.
 	loaded atomic.Bool
-	// syncMu serializes SyncFolders.
-	syncMu sync.Mutex
+	// syncMu serializes SyncFolders, and guards loadedKinds: the kinds the
+	// last sync loaded, by folder (Loading.Last).
+	syncMu      sync.Mutex
+	loadedKinds map[string]*catalog.Kind
 	// reported holds the last error logged per broken folder, so that a
 	// folder that stays broken is logged once, not at every reload.
 	reported map[string]string

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // widgetFolder renders one ConfigMap per Widget, holding its size.

@@ -34,6 +34,11 @@ type Loading struct {
 	// nothing to compile; a directory, the installer's, is compiled, then
 	// checked (serve).
 	Admit func(spec *catalog.Spec) error
+	// Last is the Kind the last sync loaded from a source (a folder's
+	// Dir), nil for none: a directory's folder whose files have its
+	// fingerprint is that Kind, not compiled again. (A ConfigMap's folder
+	// is compiled once per resourceVersion.)
+	Last func(source string) *catalog.Kind
 }
 
 // changeNotifier is a source that says when it changed, so that a change
@@ -51,9 +56,10 @@ type loadReporter interface {
 // Dir is a templates directory: one kind folder per sub-directory.
 type Dir string
 
-// Load implements Folders.
+// Load implements Folders: only the folders that changed since the last
+// sync (Loading.Last) are compiled.
 func (d Dir) Load(l Loading) ([]*catalog.Kind, []*catalog.FolderError, error) {
-	return l.Limits.Load(string(d))
+	return l.Limits.LoadSince(string(d), l.Last)
 }
 
 // Sync makes the served kinds those of the folders under root.
@@ -93,10 +99,13 @@ func (m *Manager) SyncFolders(ctx context.Context, sources ...Folders) error {
 		_, err := agreed.identityOf(ctx, spec, spec.GroupKind())
 		return err
 	}
-	f, err := loadFolders(sources, byDir, Loading{Limits: m.opts.FolderLimits, Admit: admit})
+	last := m.loadedKinds
+	f, err := loadFolders(sources, byDir, Loading{Limits: m.opts.FolderLimits, Admit: admit,
+		Last: func(source string) *catalog.Kind { return last[source] }})
 	if err != nil {
 		return err
 	}
+	m.loadedKinds = f.loaded
 	r.folders = f
 	r.skipped(byDir)
 	for _, k := range f.kinds {
@@ -300,13 +309,16 @@ type folders struct {
 	kinds   []*catalog.Kind
 	skipped []*catalog.FolderError
 	from    map[string]Folders // folder -> its source
+	// loaded are the kinds the sources loaded, by folder, one folder per
+	// kind or not: the next sync's Loading.Last.
+	loaded map[string]*catalog.Kind
 }
 
 // loadFolders loads every source with l and keeps one folder per kind:
 // the one that serves it now (byDir: served folder -> kind), else the
 // first.
 func loadFolders(sources []Folders, byDir map[string]schema.GroupKind, l Loading) (*folders, error) {
-	f := &folders{from: map[string]Folders{}}
+	f := &folders{from: map[string]Folders{}, loaded: map[string]*catalog.Kind{}}
 	var all []*catalog.Kind
 	for _, src := range sources {
 		ks, sk, err := src.Load(l)
@@ -319,6 +331,7 @@ func loadFolders(sources []Folders, byDir map[string]schema.GroupKind, l Loading
 		f.skipped = append(f.skipped, sk...)
 		for _, k := range ks {
 			f.from[k.Dir] = src
+			f.loaded[k.Dir] = k
 		}
 		all = append(all, ks...)
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -79,5 +80,66 @@ func TestLoadFoldersOneFolderPerKind(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// recordingFolders is a source that remembers what its last Load returned.
+type recordingFolders struct {
+	Folders
+	last map[string]*catalog.Kind
+}
+
+func (r *recordingFolders) Load(l Loading) ([]*catalog.Kind, []*catalog.FolderError, error) {
+	kinds, skipped, err := r.Folders.Load(l)
+	r.last = map[string]*catalog.Kind{}
+	for _, k := range kinds {
+		r.last[k.Dir] = k
+	}
+	return kinds, skipped, err
+}
+
+// TestSyncCompilesChangedFolders: a sync compiles a directory's folder
+// only when its files changed since the last sync (their fingerprint); an
+// unchanged folder is the Kind loaded before, and its kind keeps running.
+func TestSyncCompilesChangedFolders(t *testing.T) {
+	root := t.TempDir()
+	for name, data := range widgetFolder {
+		writeFile(t, filepath.Join(root, "widget", name), string(data))
+	}
+	writeFile(t, filepath.Join(root, "gadget", "kind.yaml"), "apiVersion: e.io/v1\nkind: Gadget\n")
+	f := newFakeCluster(t)
+	m, ctx := newTestManager(t, f, Options{})
+	src := &recordingFolders{Folders: Dir(root)}
+	sync := func() map[string]*catalog.Kind {
+		t.Helper()
+		if err := m.SyncFolders(ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		return src.last
+	}
+	widgetDir, gadgetDir := filepath.Join(root, "widget"), filepath.Join(root, "gadget")
+	first := sync()
+	if len(first) != 2 {
+		t.Fatalf("loaded %v, want widget and gadget", first)
+	}
+	second := sync()
+	for dir, k := range first {
+		if second[dir] != k {
+			t.Errorf("%s: compiled again, its files unchanged", dir)
+		}
+	}
+	writeFile(t, filepath.Join(widgetDir, "configmap.yaml"), string(widgetFolder["configmap.yaml"])+"  changed: \"yes\"\n")
+	third := sync()
+	if third[widgetDir] == second[widgetDir] || third[widgetDir].Fingerprint == second[widgetDir].Fingerprint {
+		t.Error("widget: its file changed, and the Kind of before was kept")
+	}
+	if third[gadgetDir] != second[gadgetDir] {
+		t.Error("gadget: compiled again, its files unchanged")
+	}
+	m.mu.Lock()
+	running := m.kinds[widgetGVK.GroupKind()].kind
+	m.mu.Unlock()
+	if running != third[widgetDir] {
+		t.Error("the changed widget folder did not restart its kind")
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/schema"
+	"github.com/tmplop/operator/engine/render"
 )
 
 // ErrNoSchema is returned (wrapped) by ForKind for a folder whose kind.yaml
@@ -34,24 +34,38 @@ const (
 
 // ForKind returns the kind's CRD: its crd.yaml, checked against kind.yaml,
 // or the one generated from kind.yaml's short schema, or an error wrapping
-// ErrNoSchema when it has neither.
+// ErrNoSchema when it has neither. Its other errors are *render.Error
+// about crd.yaml or kind.yaml, at the line of the field they are about
+// when it is known (render.CodeInput: lint's LNT010).
 func ForKind(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	if k.CRD != nil {
-		c, err := fromFile(k)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", catalog.CRDFile, err)
-		}
-		return c, nil
+		return fromFile(k)
 	}
 	if !k.Spec.HasCRDSchema() {
 		return nil, fmt.Errorf("kind %s: %w", k.GVK.GroupKind(), ErrNoSchema)
 	}
 	c, err := generate(k)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", catalog.KindFile, err)
+		line := 0
+		if fe, ok := errors.AsType[*fieldError](err); ok {
+			line = render.YAMLPathLine(k.Files[catalog.KindFile], fe.path...)
+		}
+		return nil, render.At(catalog.KindFile, line, render.CodeInput, err)
 	}
 	return c, nil
 }
+
+// fieldError is a mistake about the field at path of the file it is in
+// (its keys, as render.YAMLPathLine reads them). Its message is err's.
+type fieldError struct {
+	path []string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+func fieldErr(err error, path ...string) error { return &fieldError{path: path, err: err} }
 
 // SourceFile is the file of the folder the kind's CRD comes from: crd.yaml
 // or kind.yaml.
@@ -93,32 +107,25 @@ func Pluralize(singular string) string {
 // generate builds the CRD from kind.yaml.
 func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	gvk := k.GVK
-	if catalog.BuiltInGroup(gvk.Group) || !strings.Contains(gvk.Group, ".") {
-		return nil, fmt.Errorf("apiVersion %s: a custom resource's group needs a dot and may not be a Kubernetes group", gvk.GroupVersion())
+	if k.BuiltIn() || !strings.Contains(gvk.Group, ".") {
+		return nil, fieldErr(fmt.Errorf("apiVersion %s: a custom resource's group needs a dot and may not be a Kubernetes group", gvk.GroupVersion()), "apiVersion")
 	}
 	if errs := validation.IsDNS1035Label(gvk.Version); len(errs) > 0 {
-		return nil, fmt.Errorf("apiVersion %s: version %q: %s", gvk.GroupVersion(), gvk.Version, strings.Join(errs, "; "))
+		return nil, fieldErr(fmt.Errorf("apiVersion %s: version %q: %s", gvk.GroupVersion(), gvk.Version, strings.Join(errs, "; ")), "apiVersion")
 	}
 	names := Names(k)
 	for _, n := range []string{names.Plural, names.Singular} {
 		if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
-			return nil, fmt.Errorf("kind %s: resource name %q: %s", gvk.Kind, n, strings.Join(errs, "; "))
+			return nil, fieldErr(fmt.Errorf("kind %s: resource name %q: %s", gvk.Kind, n, strings.Join(errs, "; ")), "kind")
 		}
 	}
 
-	spec := &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
-	if k.Spec.SpecSchema != nil {
-		var err error
-		if spec, err = schema.Parse("spec", k.Spec.SpecSchema); err != nil {
-			return nil, err
-		}
+	spec, status := k.ShortSchemas()
+	if spec == nil {
+		spec = &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
 	}
-	status := &apiextensionsv1.JSONSchemaProps{Type: "object"}
-	if k.Spec.StatusSchema != nil {
-		var err error
-		if status, err = schema.ParseStatus(k.Spec.StatusSchema); err != nil {
-			return nil, err
-		}
+	if status == nil {
+		status = &apiextensionsv1.JSONSchemaProps{Type: "object"}
 	}
 	if status.Properties == nil {
 		status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
@@ -140,11 +147,11 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 		},
 	}
 	if err := addValidation(root, k.Spec.Validation); err != nil {
-		return nil, err
+		return nil, fieldErr(err, "validation")
 	}
 	columns, err := printerColumns(root, k.Spec.PrinterColumns)
 	if err != nil {
-		return nil, err
+		return nil, fieldErr(err, "printerColumns")
 	}
 	scope := apiextensionsv1.NamespaceScoped
 	if k.Spec.Scope == string(apiextensionsv1.ClusterScoped) {
@@ -351,7 +358,7 @@ func addFormatStatus(k *catalog.Kind, status *apiextensionsv1.JSONSchemaProps) e
 	fields := k.StatusSchema()
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if _, ok := status.Properties[name]; ok {
-			return fmt.Errorf("status.%s: written by the engine on a %s kind, and always in the generated CRD: remove it from kind.yaml", name, k.FormatName())
+			return fieldErr(fmt.Errorf("status.%s: written by the engine on a %s kind, and always in the generated CRD: remove it from kind.yaml", name, k.FormatName()), "status", name)
 		}
 		status.Properties[name] = fields[name]
 	}

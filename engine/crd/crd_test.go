@@ -14,6 +14,7 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/crd"
+	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/internal/testsupport/golden"
 )
 
@@ -138,44 +139,44 @@ spec:
 		{name: "no schema", files: map[string]string{"kind.yaml": kindHeader}, noSchema: true},
 		{name: "built-in kind", files: map[string]string{"kind.yaml": "apiVersion: v1\nkind: ConfigMap\n"}, noSchema: true},
 		{name: "schema of a built-in kind", files: map[string]string{"kind.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec: {a: string}\n"},
-			loadErr: "kind.yaml: spec, status, printerColumns, validation: Deployment is a built-in kind"},
-		{name: "bad scope", files: map[string]string{"kind.yaml": kindHeader + "scope: Global\n"}, loadErr: `kind.yaml: scope "Global": want Namespaced or Cluster`},
-		{name: "bad plural", files: map[string]string{"kind.yaml": kindHeader + "plural: Things\n"}, loadErr: `kind.yaml: plural "Things"`},
+			loadErr: "kind.yaml:2: spec, status, printerColumns, validation: Deployment is a built-in kind"},
+		{name: "bad scope", files: map[string]string{"kind.yaml": kindHeader + "scope: Global\n"}, loadErr: `kind.yaml:3: scope "Global": want Namespaced or Cluster`},
+		{name: "bad plural", files: map[string]string{"kind.yaml": kindHeader + "plural: Things\n"}, loadErr: `kind.yaml:3: plural "Things"`},
 		{name: "schema error at load", files: map[string]string{"kind.yaml": kindHeader + "spec:\n  ports:\n    - port: integer | minimun=1\n"},
-			loadErr: `kind.yaml: spec.ports[].port: unknown marker "minimun" (did you mean "minimum"?)`},
+			loadErr: `kind.yaml:5: spec.ports[].port: unknown marker "minimun" (did you mean "minimum"?)`},
 		{name: "status error at load", files: map[string]string{"kind.yaml": kindHeader + "status:\n  conditions: '[]object'\n"},
-			loadErr: "kind.yaml: status.conditions: written by the engine"},
+			loadErr: "kind.yaml:4: status.conditions: written by the engine"},
 		{name: "kind.yaml and crd.yaml", files: map[string]string{"kind.yaml": kindHeader + "spec: {a: string}\n", "crd.yaml": crdFile("things.example.com", "Thing", "things", "v1", "")},
-			loadErr: "kind.yaml: the folder has a crd.yaml"},
+			loadErr: "kind.yaml:3: the folder has a crd.yaml"},
 		{name: "group without a dot", files: map[string]string{"kind.yaml": "apiVersion: things/v1\nkind: Thing\nspec: {a: string}\n"},
-			err: "kind.yaml: apiVersion things/v1: a custom resource's group needs a dot"},
+			err: "kind.yaml:1: apiVersion things/v1: a custom resource's group needs a dot"},
 		{name: "column on a missing field", files: map[string]string{"kind.yaml": kindHeader + "spec: {size: integer}\nprinterColumns: [{name: Size, type: integer, jsonPath: .spec.sise}]\n"},
-			err: "kind.yaml: printerColumns[0] (Size): jsonPath .spec.sise: sise is not a field of the schema"},
+			err: "kind.yaml:4: printerColumns[0] (Size): jsonPath .spec.sise: sise is not a field of the schema"},
 		{name: "integer column on a string", files: map[string]string{"kind.yaml": kindHeader + "spec: {size: string}\nprinterColumns: [{name: Size, type: integer, jsonPath: .spec.size}]\n"},
-			err: "kind.yaml: printerColumns[0] (Size): a integer column on a field of type string"},
+			err: "kind.yaml:4: printerColumns[0] (Size): a integer column on a field of type string"},
 		{name: "column type", files: map[string]string{"kind.yaml": kindHeader + "printerColumns: [{name: Size, type: int, jsonPath: .spec.size}]\n"},
-			err: `kind.yaml: printerColumns[0] (Size): type "int"`},
+			err: `kind.yaml:3: printerColumns[0] (Size): type "int"`},
 		{name: "column twice", files: map[string]string{"kind.yaml": kindHeader + "printerColumns: [{name: A, type: string, jsonPath: .spec.a}, {name: a, type: string, jsonPath: .spec.b}]\n"},
-			err: "kind.yaml: printerColumns[1]: column a is given twice"},
+			err: "kind.yaml:3: printerColumns[1]: column a is given twice"},
 		{name: "rule reason", files: map[string]string{"kind.yaml": kindHeader + "validation: [{rule: 'true', reason: Bad}]\n"},
-			err: `kind.yaml: validation[0]: reason "Bad"`},
+			err: `kind.yaml:3: validation[0]: reason "Bad"`},
 		{name: "rule fieldPath", files: map[string]string{"kind.yaml": kindHeader + "spec: {a: string}\nvalidation: [{rule: 'true', fieldPath: .spec.b}]\n"},
-			err: "kind.yaml: validation[0]: fieldPath .spec.b: b is not a field of the schema"},
-		{name: "empty rule", files: map[string]string{"kind.yaml": kindHeader + "validation: [{rule: ' '}]\n"}, err: "kind.yaml: validation[0]: rule is empty"},
+			err: "kind.yaml:4: validation[0]: fieldPath .spec.b: b is not a field of the schema"},
+		{name: "empty rule", files: map[string]string{"kind.yaml": kindHeader + "validation: [{rule: ' '}]\n"}, err: "kind.yaml:3: validation[0]: rule is empty"},
 		{name: "crd.yaml of another group", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": crdFile("other.example.com", "Thing", "things", "v1", "")},
-			err: "crd.yaml: serves other.example.com Thing, kind.yaml names things.example.com Thing"},
+			err: "crd.yaml:5: serves other.example.com Thing, kind.yaml names things.example.com Thing"},
 		{name: "crd.yaml without the version", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": crdFile("things.example.com", "Thing", "things", "v2", "")},
-			err: "crd.yaml: no version v1, which kind.yaml names"},
+			err: "crd.yaml:8: no version v1, which kind.yaml names"},
 		{name: "crd.yaml with an unknown field", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": crdFile("things.example.com", "Thing", "things", "v1", "  bogus: 1\n")},
-			err: `crd.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field "bogus"`},
+			err: `crd.yaml:9: error unmarshaling JSON: while decoding JSON: json: unknown field "bogus"`},
 		{name: "crd.yaml with two documents", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": crdFile("things.example.com", "Thing", "things", "v1", "---\na: 1\n")},
 			err: "crd.yaml: more than one YAML document"},
 		{name: "crd.yaml not a CRD", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
-			err: "crd.yaml: a v1 ConfigMap, want an apiextensions.k8s.io/v1 CustomResourceDefinition"},
+			err: "crd.yaml:2: a v1 ConfigMap, want an apiextensions.k8s.io/v1 CustomResourceDefinition"},
 		{name: "crd.yaml plural against kind.yaml", files: map[string]string{"kind.yaml": kindHeader + "plural: thingies\n", "crd.yaml": crdFile("things.example.com", "Thing", "things", "v1", "")},
-			err: "crd.yaml: plural things, kind.yaml says thingies"},
+			err: "crd.yaml:6: plural things, kind.yaml says thingies"},
 		{name: "crd.yaml name", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": strings.Replace(crdFile("things.example.com", "Thing", "things", "v1", ""), "name: things.", "name: stuff.", 1)},
-			err: `crd.yaml: metadata.name "stuff.things.example.com", want things.things.example.com`},
+			err: `crd.yaml:3: metadata.name "stuff.things.example.com", want things.things.example.com`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +200,12 @@ spec:
 				t.Errorf("error = %v, want prefix %q", err, tc.err)
 			case errors.Is(err, crd.ErrNoSchema):
 				t.Errorf("error %v is ErrNoSchema", err)
+			default:
+				// Located where it was made: lint and the Events read the
+				// file, the line and the code, never the text.
+				if re, ok := errors.AsType[*render.Error](err); !ok || re.Code != render.CodeInput || re.Template+":" != tc.err[:strings.IndexByte(tc.err, ':')+1] {
+					t.Errorf("error %v: want a *render.Error about its file with code %s, got %#v", err, render.CodeInput, re)
+				}
 			}
 		})
 	}
@@ -248,7 +255,7 @@ func TestFiles(t *testing.T) {
 
 	// A broken folder fails the whole run, naming its file and field.
 	write("c/kind.yaml", kindHeader+"spec: {a: strin}\n")
-	if _, _, err := crd.Files(root); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "c", "kind.yaml")+`: spec.a: unknown type "strin"`) {
+	if _, _, err := crd.Files(root); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "c", "kind.yaml")+`:3: spec.a: unknown type "strin"`) {
 		t.Errorf("broken folder: %v", err)
 	}
 	if _, _, err := crd.Files(filepath.Join(root, "none")); err == nil {

@@ -17,9 +17,9 @@
 //     map list keyed by type, as kubebuilder generates them): the engine
 //     writes them on every kind, whatever status.yaml renders; without them
 //     in the schema the API server would prune them.
-//   - The printer columns Reconciled and Age after the folder's own, unless
-//     the folder names columns so: `kubectl get` shows at once whether the
-//     operator managed each object.
+//   - The printer columns Ready, Reason (with -o wide) and Age after the
+//     folder's own, unless the folder names columns so: `kubectl get`
+//     shows at once whether each object is up, and why not.
 //
 // A folder with a crd.yaml gets that CRD instead, checked against kind.yaml
 // (group, kind, version, scope and plural must agree). A folder with

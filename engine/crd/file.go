@@ -1,93 +1,81 @@
 package crd
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"path/filepath"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/render"
 )
 
 // fromFile reads the folder's crd.yaml, strictly, and checks it serves the
-// kind of kind.yaml.
+// kind of kind.yaml. Its errors are *render.Error at crd.yaml's line.
 func fromFile(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	doc, err := oneDocument(k.CRD)
 	if err != nil {
-		return nil, err
+		return nil, render.At(catalog.CRDFile, 0, render.CodeInput, err)
 	}
 	var c apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(doc, &c); err != nil {
-		return nil, err
+	if err := yaml.UnmarshalStrict(doc.Text, &c); err != nil {
+		return nil, render.YAMLError(catalog.CRDFile, doc.Line, doc.Text, &c, render.CodeInput, err)
+	}
+	at := func(err error, path ...string) error {
+		line := 0
+		if n := render.YAMLPathLine(doc.Text, path...); n > 0 {
+			line = doc.Line + n - 1
+		}
+		return render.At(catalog.CRDFile, line, render.CodeInput, err)
 	}
 	gvk := k.GVK
 	switch {
 	case c.APIVersion != apiextensionsv1.SchemeGroupVersion.String() || c.Kind != "CustomResourceDefinition":
-		return nil, fmt.Errorf("a %s %s, want an %s CustomResourceDefinition", c.APIVersion, c.Kind, apiextensionsv1.SchemeGroupVersion)
-	case c.Spec.Group != gvk.Group || c.Spec.Names.Kind != gvk.Kind:
-		return nil, fmt.Errorf("serves %s %s, kind.yaml names %s %s", c.Spec.Group, c.Spec.Names.Kind, gvk.Group, gvk.Kind)
+		return nil, at(fmt.Errorf("a %s %s, want an %s CustomResourceDefinition", c.APIVersion, c.Kind, apiextensionsv1.SchemeGroupVersion), "kind")
+	case c.Spec.Group != gvk.Group:
+		return nil, at(fmt.Errorf("serves %s %s, kind.yaml names %s %s", c.Spec.Group, c.Spec.Names.Kind, gvk.Group, gvk.Kind), "spec", "group")
+	case c.Spec.Names.Kind != gvk.Kind:
+		return nil, at(fmt.Errorf("serves %s %s, kind.yaml names %s %s", c.Spec.Group, c.Spec.Names.Kind, gvk.Group, gvk.Kind), "spec", "names", "kind")
 	case k.Spec.Scope != "" && string(c.Spec.Scope) != k.Spec.Scope:
-		return nil, fmt.Errorf("scope %s, kind.yaml says %s", c.Spec.Scope, k.Spec.Scope)
+		return nil, at(fmt.Errorf("scope %s, kind.yaml says %s", c.Spec.Scope, k.Spec.Scope), "spec", "scope")
 	case k.Spec.Plural != "" && c.Spec.Names.Plural != k.Spec.Plural:
-		return nil, fmt.Errorf("plural %s, kind.yaml says %s", c.Spec.Names.Plural, k.Spec.Plural)
+		return nil, at(fmt.Errorf("plural %s, kind.yaml says %s", c.Spec.Names.Plural, k.Spec.Plural), "spec", "names", "plural")
 	case c.Name != c.Spec.Names.Plural+"."+c.Spec.Group:
-		return nil, fmt.Errorf("metadata.name %q, want %s.%s", c.Name, c.Spec.Names.Plural, c.Spec.Group)
+		return nil, at(fmt.Errorf("metadata.name %q, want %s.%s", c.Name, c.Spec.Names.Plural, c.Spec.Group), "metadata", "name")
 	}
-	for _, v := range c.Spec.Versions {
+	for i, v := range c.Spec.Versions {
 		if v.Name == gvk.Version {
 			if !v.Served {
-				return nil, fmt.Errorf("version %s, which kind.yaml names, is not served", v.Name)
+				return nil, at(fmt.Errorf("version %s, which kind.yaml names, is not served", v.Name), "spec", fmt.Sprintf("versions[%d]", i), "served")
 			}
 			return &c, nil
 		}
 	}
-	return nil, fmt.Errorf("no version %s, which kind.yaml names", gvk.Version)
+	return nil, at(fmt.Errorf("no version %s, which kind.yaml names", gvk.Version), "spec", "versions")
 }
 
-// oneDocument returns the only YAML document of data.
-func oneDocument(data []byte) ([]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var doc []byte
-	for {
-		d, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(stripComments(d))) == 0 {
+// oneDocument returns the only YAML document of data that is not blank,
+// split as the engine splits every stream (render.SplitDocuments).
+func oneDocument(data []byte) (render.Document, error) {
+	var doc *render.Document
+	for _, d := range render.SplitDocuments(data) {
+		if render.Blank(d.Text) {
 			continue
 		}
 		if doc != nil {
-			return nil, errors.New("more than one YAML document: a folder has one CRD")
+			return render.Document{}, errors.New("more than one YAML document: a folder has one CRD")
 		}
-		doc = d
+		doc = &d
 	}
 	if doc == nil {
-		return nil, errors.New("empty")
+		return render.Document{}, errors.New("empty")
 	}
-	return doc, nil
-}
-
-// stripComments drops the lines that are only comments, to tell an empty
-// document from one.
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for line := range bytes.Lines(doc) {
-		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
-			out = append(out, line...)
-		}
-	}
-	return out
+	return *doc, nil
 }
 
 // YAML returns crd as YAML, the same bytes for the same CRD: keys sorted,

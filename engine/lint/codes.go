@@ -1,19 +1,24 @@
 package lint
 
+import "github.com/tmplop/operator/engine/render"
+
 // The finding codes. The hundreds say what a code is about: 0xx the
 // folders and the files lint reads, 1xx renders, 2xx the children, 3xx
 // the status and the CRD, 4xx lookups. A code keeps its meaning and its
 // severity for good; docs/lint.md explains each one and how to fix it.
+//
+// The codes of the mistakes found where a folder is loaded are render's:
+// the place that finds one makes it a *render.Error with its code.
 const (
-	CodeKindYAML        = "LNT001" // kind.yaml does not load
-	CodeParse           = "LNT002" // a template does not parse
-	CodeFolder          = "LNT003" // the folder does not load for another reason
-	CodeDuplicateKind   = "LNT004" // two folders serve the same kind
-	CodeDuplicateDefine = "LNT005" // two files define the same template
-	CodeInput           = "LNT010" // an examples or CRD file cannot be read
-	CodeNoSample        = "LNT011" // a folder has no sample
-	CodeStraySample     = "LNT012" // a sample no folder serves
-	CodeNoFolders       = "LNT013" // --templates holds no kind folder
+	CodeKindYAML        = render.CodeKindYAML // kind.yaml does not load
+	CodeParse           = render.CodeParse    // a template does not parse
+	CodeFolder          = render.CodeFolder   // the folder does not load for another reason
+	CodeDuplicateKind   = "LNT004"            // two folders serve the same kind
+	CodeDuplicateDefine = "LNT005"            // two files define the same template
+	CodeInput           = render.CodeInput    // an examples or CRD file cannot be read
+	CodeNoSample        = "LNT011"            // a folder has no sample
+	CodeStraySample     = "LNT012"            // a sample no folder serves
+	CodeNoFolders       = "LNT013"            // --templates holds no kind folder
 
 	CodeEmptySpec        = "LNT100" // a render fails against an empty spec
 	CodeRenderFailed     = "LNT101" // a render fails against a sample

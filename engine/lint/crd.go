@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -121,7 +120,7 @@ func ReadCRDFiles(paths ...string) (*CRDFiles, []Finding) {
 					Kind       string `json:"kind"`
 				}
 				if err := yaml.Unmarshal(d.text, &head); err != nil {
-					out = append(out, inputError(file, d, err))
+					out = append(out, inputError(file, d, &head, err))
 					continue
 				}
 				if head.Kind != "CustomResourceDefinition" || !strings.HasPrefix(head.APIVersion, "apiextensions.k8s.io/") {
@@ -201,14 +200,16 @@ type document struct {
 	text  []byte
 }
 
-// inputError locates a YAML parse error of d in its file.
-func inputError(file string, d document, err error) Finding {
-	msg := err.Error()
-	if m := yamlLineRe.FindStringSubmatchIndex(msg); m != nil {
-		n, _ := strconv.Atoi(msg[m[2]:m[3]])
-		return inputFinding(file, d.start+n-1, "%s", strings.TrimSpace(msg[:m[0]]+msg[m[1]:]))
+// inputError is the finding of err, which decoding d, a document of
+// file, into into (nil: any value) returned: at the line render.YAMLError
+// finds, else d's first.
+func inputError(file string, d document, into any, err error) Finding {
+	re := render.YAMLError(file, d.start, d.text, into, CodeInput, err)
+	line := re.Line
+	if line == 0 {
+		line = d.line
 	}
-	return inputFinding(file, d.line, "%s", msg)
+	return inputFinding(file, line, "%s", strings.TrimSpace(re.Message))
 }
 
 // splitYAML splits a file into its documents as the engine splits

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -153,19 +154,20 @@ func (f *folder) lint(ctx context.Context, samples []sample, o Options, namespac
 
 	out = append(out, f.reservedGroup()...)
 	var crd *CRD
-	if !catalog.BuiltInGroup(k.GVK.Group) {
+	if !k.BuiltIn() {
 		var err error
 		if o.CRDs != nil {
 			crd, err = o.CRDs.CRD(k)
 		}
 		switch {
 		case err != nil:
-			// engine/crd's errors start with the file they are about.
-			file, msg := catalog.KindFile, err.Error()
-			if before, after, ok := strings.Cut(msg, ": "); ok && (before == crdFile || before == catalog.KindFile) {
-				file, msg = before, after
+			// engine/crd's mistakes are *render.Error about kind.yaml or
+			// crd.yaml; any other is the CRD's (a CRDs source's).
+			file, line, msg := catalog.KindFile, 0, err.Error()
+			if re, ok := errors.AsType[*render.Error](err); ok && re.Template != "" {
+				file, line, msg = re.Template, re.Line, re.Message
 			}
-			out = append(out, f.at(file, 0, CodeInput, "the CRD of %s: %s", k.GVK.GroupKind(), msg))
+			out = append(out, f.at(file, line, CodeInput, "the CRD of %s: %s", k.GVK.GroupKind(), msg))
 		case crd == nil:
 			out = append(out, f.noCRD(k))
 		default:

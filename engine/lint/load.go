@@ -9,13 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -78,15 +77,7 @@ func loadFolder(dir string) (*folder, []Finding) {
 	}
 	k, err := catalog.Compile(filepath.Base(dir), dir, files)
 	if err != nil {
-		var re *render.Error
-		if errors.As(err, &re) && re.Template != "" {
-			return f, append(out, f.at(re.Template, re.Line, CodeParse, "%s", re.Message))
-		}
-		file, msg := "", err.Error()
-		if before, after, ok := strings.Cut(msg, ": "); ok && (before == statusFile || before == catalog.KindFile) {
-			file, msg = before, after
-		}
-		return f, append(out, f.at(file, 0, CodeFolder, "%s", msg))
+		return f, append(out, f.mistake(err, CodeFolder))
 	}
 	f.kind = k
 	return f, out
@@ -104,10 +95,28 @@ func (f *folder) kindAlone(files layout.Files) []Finding {
 		}
 	}
 	if _, err := catalog.Compile(filepath.Base(f.dir), f.dir, alone); err != nil {
-		msg := strings.TrimPrefix(err.Error(), catalog.KindFile+": ")
-		return []Finding{f.at(catalog.KindFile, kindYAMLLine(f.kindYAML, msg), CodeKindYAML, "%s", msg)}
+		return []Finding{f.mistake(err, CodeKindYAML)}
 	}
 	return nil
+}
+
+// mistake is the finding of err, an error of catalog or engine/crd about
+// the folder: where the mistake was found, it was made a *render.Error
+// with its file, line and code, read here as they are, never from the
+// message. An error that names no file (the folder's own) is reported
+// with code on the folder.
+func (f *folder) mistake(err error, code string) Finding {
+	re, ok := errors.AsType[*render.Error](err)
+	if !ok || re.Template == "" {
+		return f.at("", 0, code, "%v", err)
+	}
+	if re.Code != "" {
+		code = re.Code
+	} else {
+		// A template the folder's Set could not make: the parse.
+		code = CodeParse
+	}
+	return f.at(re.Template, re.Line, code, "%s", re.Message)
 }
 
 // parseEach parses every template file alone, so that every broken file is
@@ -159,28 +168,6 @@ func servedKind(kindYAML string) (apiVersion, kind string) {
 	}
 	_ = yaml.Unmarshal([]byte(kindYAML), &head)
 	return head.APIVersion, head.Kind
-}
-
-var (
-	yamlLineRe     = regexp.MustCompile(`yaml: line (\d+):`)
-	unknownFieldRe = regexp.MustCompile(`unknown field "([^"]+)"`)
-)
-
-// kindYAMLLine finds the line of kind.yaml an error is about: the YAML
-// parser's line, or the line of an unknown field's key.
-func kindYAMLLine(text, msg string) int {
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	if m := unknownFieldRe.FindStringSubmatch(msg); m != nil {
-		field := m[1]
-		if i := strings.LastIndexByte(field, '.'); i >= 0 {
-			field = field[i+1:]
-		}
-		return keyLine(text, field)
-	}
-	return 0
 }
 
 // keyLine is the 1-based line of the first `key:` in text (the key plain

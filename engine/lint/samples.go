@@ -28,7 +28,7 @@ func readSamples(paths []string) ([]sample, []Finding) {
 			for _, d := range splitYAML(data) {
 				j, err := yaml.YAMLToJSON(d.text)
 				if err != nil {
-					findings = append(findings, inputError(file, d, err))
+					findings = append(findings, inputError(file, d, nil, err))
 					continue
 				}
 				var v any

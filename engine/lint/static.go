@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/render"
 )
 
@@ -121,11 +122,10 @@ func (f *folder) staticChecks(namespaced func(schema.GroupVersionKind) bool) []F
 	}
 
 	if len(k.Spec.Children) == 0 {
-		_, unknown, err := catalog.StaticChildren(k.Templates, k.NeverApplied())
+		_, unknown, err := childkinds.Read(k.Templates, k.NeverApplied())
 		if err == nil {
 			for _, u := range unknown {
-				file, line := u.FileLine()
-				out = append(out, f.at(file, line, CodeComputedChild,
+				out = append(out, f.at(u.Where.File, u.Where.Line, CodeComputedChild,
 					"%s: `operator rbac` cannot know which kind this child is; declare the kinds it can render in kind.yaml children", u.Reason))
 			}
 		}

@@ -115,7 +115,7 @@ func (f *folder) engineStatus(st map[string]any) []Finding {
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		typ, _ := m["type"].(string)
-		if typ == status.ConditionReconciled || typ == status.ConditionPruneHeld {
+		if status.EngineOwned(typ) {
 			out = append(out, f.at(statusFile, textLine(f.templates[statusFile], typ), CodeStatusEngine,
 				"status.yaml renders the condition %s: the engine owns it and overwrites it; render conditions of other types only", typ))
 		}

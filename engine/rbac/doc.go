@@ -26,7 +26,8 @@
 // how run finds it), and the default account gets none of any folder's
 // rules: a folder added later runs as it and can do nothing.
 //
-// Child kinds are found statically (discover.go): every path through the
+// Child kinds are found statically (engine/catalog/childkinds, through
+// catalog.Kind.ChildKinds): every path through the
 // template (both branches of if and with, a range body any number of times,
 // helpers called by include or template with a literal name) is followed
 // over a small state (the current line, the current document's apiVersion

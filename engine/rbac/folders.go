@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/catalog/childkinds"
 )
 
 // Folder is what one kind folder needs.
@@ -11,7 +12,7 @@ type Folder struct {
 	Kind *catalog.Kind
 	// Children are the kinds its templates render, and those kind.yaml's
 	// children declares (catalog.Kind.ChildKinds).
-	Children []catalog.ChildKind
+	Children []childkinds.Kind
 }
 
 // Path is the folder's path, with forward slashes.

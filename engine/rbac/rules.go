@@ -8,8 +8,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/tmplop/operator/engine/catalog"
 )
 
 // The verbs of each use the operator makes of a resource. They follow the
@@ -180,7 +178,7 @@ func addKind(g *grants, f *Folder, res *Resources) {
 	k, who := f.Kind, f.Kind.Name
 	kind := res.Resource(k.GVK.GroupKind())
 	g.add(kind, whyKind, who, verbsKind...)
-	if !catalog.BuiltInGroup(k.GVK.Group) {
+	if !k.BuiltIn() {
 		// The operator never writes the status of a built-in kind.
 		g.add(subresource(kind, "status"), whyStatus, who, verbsStatus...)
 	}

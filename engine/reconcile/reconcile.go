@@ -180,7 +180,7 @@ func (r *Reconciler) parentChanged(ctx context.Context, obj *unstructured.Unstru
 // fields are kept) with the engine's conditions. The status of built-in
 // kinds belongs to Kubernetes: for those the Events are the report.
 func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstructured, rendered map[string]any, conds []metav1.Condition) error {
-	if catalog.BuiltInGroup(r.Kind.GVK.Group) {
+	if r.Kind.BuiltIn() {
 		return nil
 	}
 	desired, err := status.Desired(obj, rendered, conds, r.now())
@@ -231,7 +231,7 @@ func (r *Reconciler) writeFailed(obj metav1.Object, err error) {
 // carry no such record; their spec is taken as unchanged, so the guards
 // that depend on it err on the side of holding back.
 func (r *Reconciler) stable(obj *unstructured.Unstructured) bool {
-	if catalog.BuiltInGroup(r.Kind.GVK.Group) {
+	if r.Kind.BuiltIn() {
 		return true
 	}
 	c := status.Find(statusOf(obj), status.ConditionReconciled)

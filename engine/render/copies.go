@@ -34,14 +34,13 @@ func copyingFuncs(h *holder, base template.FuncMap) template.FuncMap {
 	out["typeIsLike"] = func(target string, v any) (bool, error) {
 		return copyingCall(h, "typeIsLike", len(target), func() bool { return typeIsLike(target, v) }, nil)
 	}
-	// duration and durationRound parse a string argument, and the error
-	// they drop quotes it; other types are converted without allocating.
-	for _, name := range []string{"duration", "durationRound"} {
-		f := base[name].(func(any) string)
-		out[name] = func(v any) (string, error) {
-			s, _ := v.(string)
-			return copyingCall(h, name, len(s), func() string { return f(v) }, strCost)
-		}
+	// duration parses a string argument, and the error it drops quotes
+	// it; other types are converted without allocating (durationRound
+	// too: dates.go).
+	duration := base["duration"].(func(any) string)
+	out["duration"] = func(v any) (string, error) {
+		s, _ := v.(string)
+		return copyingCall(h, "duration", len(s), func() string { return duration(v) }, strCost)
 	}
 	return out
 }

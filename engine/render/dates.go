@@ -19,10 +19,12 @@ const (
 	zoneLoadCost = 64 << 10 // what loading one allocates, about
 )
 
-// sprig's date functions read the machine's clock when given no time; here
-// they read the render's (Input.Now), as now does, and the render records
-// that it called them (Result.Nondeterministic).
-func dateFuncs(h *holder) template.FuncMap {
+// sprig's date functions read the machine's clock when given no time, and
+// durationRound when given one; here they read the render's (Input.Now),
+// as now does, and the render records that it called them
+// (Result.Nondeterministic).
+func dateFuncs(h *holder, base template.FuncMap) template.FuncMap {
+	durationRound := base["durationRound"].(func(any) string)
 	inZone := func(name, layout string, date any, zone string) (string, error) {
 		loc, err := h.location(zone)
 		if err != nil {
@@ -55,6 +57,18 @@ func dateFuncs(h *holder) template.FuncMap {
 				t, _ = sprigTime(date, t)
 			}
 			return h.st.now.Sub(t).Round(time.Second).String(), nil
+		},
+		// A duration, or how long ago a time was, rounded to its largest
+		// unit: sprig's, with the time's age by the render's clock. A
+		// string argument is parsed, and the error dropped quotes it: it
+		// is charged as copied (copies.go).
+		"durationRound": func(d any) (string, error) {
+			if t, ok := d.(time.Time); ok {
+				h.st.calledNondeterministic("durationRound")
+				d = int64(h.st.now.Sub(t)) // sprig reads an int64 as nanoseconds
+			}
+			s, _ := d.(string)
+			return copyingCall(h, "durationRound", len(s), func() string { return durationRound(d) }, strCost)
 		},
 	}
 }

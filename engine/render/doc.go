@@ -5,13 +5,14 @@
 // It sits between the catalog, which finds the folders, and the apply step,
 // which talks to the cluster:
 //
-//	catalog: reads kind.yaml, calls ParseFS once per folder
+//	catalog: reads kind.yaml, calls Parse once per folder
 //	  -> render (this package): Set.Children(object) -> manifests
 //	  -> apply: server-side applies the manifests, collects the live children
 //	  -> render (this package): Set.Status(object + live children) -> .status
 //	  -> status writer: patches .status, requeues after Result.RequeueAfter
 //
-// The package imports no client and does no I/O once ParseFS has returned:
+// The package imports no client and does no I/O (Parse takes the files'
+// text):
 // cluster reads go through the caller's [Lookup] (informer caches) and the
 // clock through [Input.Now], so a render is a function of its Input and can
 // run offline, as `helm template` does.
@@ -48,11 +49,12 @@
 //
 // # Responsibilities
 //
-//   - Classify the top-level files of a folder: *.yaml and *.yml are child
-//     templates, status.yaml renders the status, `_*` files hold helpers,
-//     kind.yaml and everything else are not templates.
-//   - Parse them once (ParseFS, Parse) and report template errors as *Error
-//     with file and line, so the caller can surface them in a condition.
+//   - Parse a folder's template files once (Parse), each by the role the
+//     folder contract gives its name (engine/layout: *.yaml and *.yml
+//     render children, status.yaml the status, `_*` files hold helpers,
+//     kind.yaml and everything else are not templates), and report
+//     template errors as *Error with file and line, so the caller can
+//     surface them in a condition.
 //   - Render each call in a clone of the parsed set with per-render functions
 //     (include depth, lookup, requeueAfter, the clock) bound to the clone, so
 //     one Set serves many goroutines and renders never share state.

@@ -11,20 +11,46 @@ import (
 	"github.com/tmplop/operator/engine/requeue"
 )
 
-// Error is a template error located in a file.
+// Error is a mistake of a folder's author, located in a file: a template
+// that fails, and every other file of the folder that does not load
+// (kind.yaml, crd.yaml, a chart's values.yaml).
 //
-// Every error returned by ParseFS, Parse, Set.Children and Set.Status is an
-// *Error (possibly wrapped), so callers can use errors.As to put the file and
-// line into a status condition. Template is empty only for errors about the
-// Input itself, which no file caused.
+// Every error returned by Parse, Set.Children and Set.Status is an
+// *Error (possibly wrapped), and so is every error of catalog.Compile about
+// one of the folder's files, and of engine/crd about kind.yaml or
+// crd.yaml: callers read the file and line with errors.As (lint's
+// findings, the Events on a folder's ConfigMap, the object's conditions),
+// never from the message. It is made where the mistake is found (At, and
+// YAMLError for a YAML file that does not decode). Template is empty only
+// for errors about the Input itself, which no file caused.
 type Error struct {
-	Template string // file name, e.g. "deployment.yaml"
+	Template string // the file, e.g. "deployment.yaml", "kind.yaml"
 	Line     int    // 1-based; 0 when unknown
-	Message  string // e.g. `spec.size is required`, without the text/template noise
+	// Code is what kind of mistake it is, as `operator lint` reports it
+	// (docs/lint.md): one of the codes below when the place that found it
+	// knows; "" for a render's failure, which lint codes by what it
+	// rendered.
+	Code    string
+	Message string // e.g. `spec.size is required`, without the text/template noise
 
 	// err is the original error, kept so that errors.Is can still see what a
 	// Lookup returned (context.Canceled, a NotFound from the cache...).
 	err error
+}
+
+// The codes of the mistakes found where a folder is loaded, which
+// engine/lint reports as they are (lint's codes.go lists every code).
+const (
+	CodeKindYAML = "LNT001" // kind.yaml does not load
+	CodeParse    = "LNT002" // a template does not parse
+	CodeFolder   = "LNT003" // the folder does not load for another reason
+	CodeInput    = "LNT010" // a CRD or an input file cannot be read
+)
+
+// At is err as the mistake of file at line (0: unknown), of kind code.
+// Its message is err's; errors.Is and As see err.
+func At(file string, line int, code string, err error) *Error {
+	return &Error{Template: file, Line: line, Code: code, Message: err.Error(), err: err}
 }
 
 func (e *Error) Error() string {
@@ -107,7 +133,7 @@ func splitLocation(msg string) (name string, line int, rest string, ok bool) {
 
 // parseError turns a text/template parse error into an *Error for file.
 func parseError(file string, err error) *Error {
-	e := &Error{Template: file, Message: err.Error(), err: err}
+	e := &Error{Template: file, Code: CodeParse, Message: err.Error(), err: err}
 	if name, line, rest, ok := splitLocation(err.Error()); ok && name == file {
 		e.Line, e.Message = line, rest
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render/internal/fastyaml"
 	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
@@ -62,7 +62,7 @@ func renderedDocuments(tb testing.TB) []renderedSource {
 			// this package); test/examples takes its documents.
 			continue
 		}
-		set, err := ParseFS(os.DirFS(filepath.Join("../../templates", name)))
+		set, err := parseFolder(tb, os.DirFS(filepath.Join("../../templates", name)))
 		if err != nil {
 			tb.Fatalf("%s: %v", name, err)
 		}
@@ -90,7 +90,7 @@ func renderedDocuments(tb testing.TB) []renderedSource {
 		}
 		dir := filepath.Join("testdata", c.Name())
 		fsys := templateFS(tb, dir)
-		set, err := ParseFS(fsys)
+		set, err := parseFolder(tb, fsys)
 		if err != nil {
 			tb.Fatalf("%s: %v", dir, err)
 		}

@@ -35,16 +35,6 @@ import (
 // serves many renders. Every estimate, refusal and charge goes through the
 // render's budget.Meter, most through budget.Bounded.
 
-// nondeterministic are the functions whose result differs from call to
-// call; a render records which files called them, so that a child that
-// changes on every render can be explained.
-var nondeterministic = map[string]bool{
-	"randAlpha": true, "randAlphaNum": true, "randAscii": true, "randNumeric": true, "randBytes": true, "randInt": true,
-	"uuidv4": true, "shuffle": true, "bcrypt": true, "htpasswd": true, "encryptAES": true,
-	"genPrivateKey": true, "genCA": true, "genCAWithKey": true, "genSelfSignedCert": true,
-	"genSelfSignedCertWithKey": true, "genSignedCert": true, "genSignedCertWithKey": true,
-}
-
 // guardedFuncs wraps base (sprig's functions plus Helm's) for renders
 // through h.
 func guardedFuncs(h *holder, base template.FuncMap) template.FuncMap {
@@ -54,7 +44,7 @@ func guardedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 	}
 	maps.Copy(out, boundedFuncs(h, base))
 	for name := range base {
-		if nondeterministic[name] {
+		if nondeterministic[name] == random {
 			out[name] = markCalls(h, name, out[name])
 		}
 	}
@@ -65,7 +55,7 @@ func guardedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 func boundedFuncs(h *holder, base template.FuncMap) template.FuncMap {
 	out := stringFuncs(h, base)
 	for _, fs := range []template.FuncMap{
-		tickFuncs(h), dateFuncs(h), printFuncs(h), collectionFuncs(h, base),
+		tickFuncs(h), dateFuncs(h, base), printFuncs(h), collectionFuncs(h, base),
 		convertFuncs(h, base), compareFuncs(h), regexFuncs(h), copyingFuncs(h, base),
 	} {
 		maps.Copy(out, fs)

@@ -123,6 +123,8 @@ func TestSameTextEveryRender(t *testing.T) {
 		{`v: {{ htmlDate "x" | quote }}`, fixedNow.Format("2006-01-02"), "htmlDate"},
 		{`v: {{ ago (now | dateModify "-90s") | quote }}`, "1m30s", "now,ago"},
 		{`v: {{ ago "x" | quote }}`, "0s", "ago"},
+		{`v: {{ durationRound (now | dateModify "-90m") | quote }}`, "1h", "now,durationRound"},
+		{`v: {{ durationRound "90m" | quote }}`, "1h", ""},
 		{`v: {{ randInt 5 6 }}`, int64(5), "randInt"},
 	}
 	for _, tt := range tests {

@@ -43,7 +43,7 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(c.Name(), func(t *testing.T) {
 			dir := filepath.Join("testdata", c.Name())
-			set, err := ParseFS(templateFS(t, dir))
+			set, err := parseFolder(t, templateFS(t, dir))
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
@@ -85,7 +85,7 @@ func renderGolden(t *testing.T, set *Set, in Input) []byte {
 }
 
 // templateFS loads a case folder, sub-folders included, without its
-// fixtures, so that ParseFS sees exactly a template folder (fixtures are
+// fixtures, so that parseFolder sees exactly a template folder (fixtures are
 // *.yaml and would be children).
 func templateFS(t testing.TB, dir string) fstest.MapFS {
 	t.Helper()

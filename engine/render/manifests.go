@@ -3,8 +3,6 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -220,19 +218,15 @@ func decodeStatus(out []byte) (map[string]any, error) {
 	}
 }
 
-// yamlLine finds the line number in the YAML library's error messages.
-var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+): (.*)$`)
-
 // decodeYAML decodes a document as the API server returns objects (see
 // decodeValue): whole numbers as int64, only JSON's types.
 func decodeYAML(doc Document) (any, error) {
 	v, err := decodeValue(doc.Text)
 	if err != nil {
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		if n, rest := syntaxLine(err.Error()); n > 0 {
 			// The library counts from the document; the author reads the
 			// rendered output, so report the line there.
-			n, _ := strconv.Atoi(m[1])
-			return nil, fmt.Errorf("invalid YAML at line %d of the output: %s", doc.Line+n-1, m[2])
+			return nil, fmt.Errorf("invalid YAML at line %d of the output: %s", doc.Line+n-1, rest)
 		}
 		return nil, fmt.Errorf("invalid YAML: %v", err)
 	}

@@ -1,11 +1,10 @@
 package render
 
 import (
-	"io/fs"
 	"slices"
 	"text/template"
 
-	"github.com/tmplop/operator/engine/catalog/layout"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // Set is one folder's templates, parsed once.
@@ -36,20 +35,10 @@ const statusFile = layout.StatusFile
 // and cannot collide with a file name, as files need an extension or a '_'.
 const rootName = "render"
 
-// ParseFS parses every template of a folder (fsys is e.g. os.DirFS(dir)). Errors name file:line
-// (return *Error or an error wrapping it; a folder with several broken files may report the first).
-//
-// Only the top level of fsys is read; sub-folders and files that are not
-// templates (kind.yaml, README.md...) are skipped without being read.
-func ParseFS(fsys fs.FS) (*Set, error) {
-	files, err := layout.Read(fsys)
-	if err != nil {
-		return nil, &Error{Message: err.Error(), err: err}
-	}
-	return Parse(files.Templates())
-}
-
-// Parse is ParseFS over in-memory files: file name -> content.
+// Parse parses every template of a folder's files (file name -> content,
+// as layout.Files.Templates gives them). Errors name file:line (*Error,
+// or an error wrapping it; a folder with several broken files may report
+// the first).
 //
 // Names are classified as in a folder (layout.RoleOf); names of files that
 // are not templates, or containing '/' (files of sub-folders), are ignored.

@@ -1,8 +1,8 @@
 package render
 
 import (
-	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/internal/testsupport/fakelookup"
 )
 
@@ -26,7 +27,18 @@ func mustParse(t testing.TB, files map[string]string) *Set {
 	return set
 }
 
-func TestParseFSReadsOnlyTemplates(t *testing.T) {
+// parseFolder parses a folder's templates as the catalog does: the files
+// the folder contract reads (layout.Read), then Parse.
+func parseFolder(t testing.TB, fsys fs.FS) (*Set, error) {
+	t.Helper()
+	files, err := layout.Read(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Parse(files.Templates())
+}
+
+func TestParseReadsOnlyTemplates(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"kind.yaml":       "not: {{ a template",
@@ -50,7 +62,7 @@ func TestParseFSReadsOnlyTemplates(t *testing.T) {
 		}
 	}
 
-	set, err := ParseFS(os.DirFS(dir))
+	set, err := parseFolder(t, os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,16 +75,6 @@ func TestParseFSReadsOnlyTemplates(t *testing.T) {
 	set.ChildTemplates()[0] = "mutated"
 	if set.ChildTemplates()[0] != "deployment.yaml" {
 		t.Error("ChildTemplates exposes the Set's slice")
-	}
-}
-
-func TestParseFSMissingFolder(t *testing.T) {
-	_, err := ParseFS(os.DirFS(filepath.Join(t.TempDir(), "missing")))
-	if _, ok := errors.AsType[*Error](err); !ok {
-		t.Fatalf("got %v (%T), want a *render.Error", err, err)
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("errors.Is(err, fs.ErrNotExist) = false for %v", err)
 	}
 }
 

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tmplop/operator/engine/catalog"
-	"github.com/tmplop/operator/engine/catalog/layout"
 	"github.com/tmplop/operator/engine/crd"
+	"github.com/tmplop/operator/engine/layout"
 )
 
 // Options say what to scaffold and where.

@@ -34,6 +34,11 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Path + ": " + e.Msg }
 
+// Keys is Path as the keys of kind.yaml that lead to the field, for the
+// caller that locates it there (render.YAMLPathLine); field names hold no
+// dots.
+func (e *Error) Keys() []string { return strings.Split(e.Path, ".") }
+
 func errorf(path, format string, args ...any) error {
 	return &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
 }

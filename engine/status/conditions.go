@@ -107,9 +107,28 @@ func New(typ string, st metav1.ConditionStatus, reason, fallback, message string
 // validReason is metav1.Condition's reason pattern.
 var validReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
-// readinessTypes are the kstatus conditions: when the engine sends Ready,
-// it sends the whole set, and any of them it does not send is removed.
-var readinessTypes = map[string]bool{ConditionReady: true, ConditionReconciling: true, ConditionStalled: true}
+// engineConditions are the types of the conditions the engine writes
+// (docs/templates.md, "Status: who owns what"): a condition of one of
+// these types that status.yaml renders is overwritten, or removed. The
+// kstatus ones (readiness) go as a set: when the engine sends Ready, any
+// of them it does not send is removed.
+var engineConditions = map[string]struct{ readiness bool }{
+	ConditionReconciled:  {},
+	ConditionPruneHeld:   {},
+	ConditionReady:       {readiness: true},
+	ConditionReconciling: {readiness: true},
+	ConditionStalled:     {readiness: true},
+}
+
+// EngineOwned reports whether conditions of type typ are the engine's, not
+// status.yaml's to render (lint's LNT302).
+func EngineOwned(typ string) bool {
+	_, ok := engineConditions[typ]
+	return ok
+}
+
+// readiness reports whether typ is one of kstatus' conditions.
+func readiness(typ string) bool { return engineConditions[typ].readiness }
 
 // PruneHeld returns the PruneHeld condition, which began at since.
 func PruneHeld(reason, message string, generation int64, since metav1.Time) metav1.Condition {

@@ -11,7 +11,9 @@
 //     kstatus' Ready, Reconciling and Stalled (computed by reconcile,
 //     docs/readiness.md): when the engine sends Ready, any of the three it
 //     does not send is removed, whatever status.yaml renders; status.yaml
-//     owns every other field it renders.
+//     owns every other field it renders. Which condition types are the
+//     engine's is written once (EngineOwned, conditions.go), and lint
+//     reads it.
 //   - Keep a condition's lastTransitionTime while its status does not
 //     change, as meta.SetStatusCondition does.
 //   - On a failure, keep the status fields of the last good render rather

@@ -41,7 +41,7 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []m
 		// The engine owns Ready, Reconciling and Stalled: one it does not
 		// send now is no longer true, whatever status.yaml or the last
 		// status said.
-		own = slices.DeleteFunc(own, func(c metav1.Condition) bool { return readinessTypes[c.Type] })
+		own = slices.DeleteFunc(own, func(c metav1.Condition) bool { return readiness(c.Type) })
 	}
 	merged := mergeConditions(conditionsOf(current["conditions"]), own, engine,
 		metav1.NewTime(now.UTC().Truncate(time.Second)))

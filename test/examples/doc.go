@@ -1,9 +1,9 @@
 // Package examples tests the example kinds this repository ships, offline
 // and in milliseconds: every folder of templates/ with its CRD in crds/
 // and its sample in examples/, through engine/render exactly as the
-// operator renders them (render.ParseFS over the folder, then Set.Children
-// and Set.Status), with a fake render.Lookup for the informer caches and a
-// fixed clock. It has no code of its own: only its tests (package
+// operator renders them (the folder compiled by catalog.LoadKind, then
+// Kind.Children and Kind.Status), with a fake render.Lookup for the
+// informer caches and a fixed clock. It has no code of its own: only its tests (package
 // examples_test). What they hold each shipped folder to:
 //
 //   - Its render (TestGolden): children and status of the sample, against

@@ -106,7 +106,7 @@ func TestCRDCommandFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = run("--templates", root, "--out", filepath.Join(root, "out"))
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "bad", "kind.yaml")+`: spec.size: unknown marker "minimun"`) {
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "bad", "kind.yaml")+`:3: spec.size: unknown marker "minimun"`) {
 		t.Errorf("broken folder: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "out")); err == nil {

@@ -143,11 +143,13 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	useDir := f.configMaps == "" || cmd.Flags().Changed("templates")
 	if useDir {
-		kinds, _, err := f.folderLimits.Load(f.templates)
+		// The folders are compiled by the first sync; here only whether
+		// the directory can be read, and holds any.
+		srcs, err := catalog.Sources(f.templates)
 		if err != nil {
 			return err
 		}
-		if len(kinds) == 0 {
+		if len(srcs) == 0 {
 			// Served as they appear; broken folders are logged by the sync.
 			log.Info(fmt.Sprintf("No kind folder yet in %s; waiting for one", f.templates))
 		}

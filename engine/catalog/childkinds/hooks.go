@@ -1,4 +1,4 @@
-package catalog
+package childkinds
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/render"
 )
 
 // A chart's document is left out of its kind's rights only when its text
@@ -62,8 +63,8 @@ func (a *analysis) settleMeta(s *state) bool {
 		return false
 	}
 	if rest := strings.TrimLeft(l, " "); rest != "" && (rest[0] == '#' || rest[0] == '\t') {
-		s.line, s.lineAt = commentLine, ""
-		s.lineHole, s.holeAt = "", ""
+		s.line, s.lineAt = commentLine, Place{}
+		s.lineHole, s.holeAt = "", Place{}
 	}
 	return true
 }
@@ -326,21 +327,8 @@ func blockValue(v string) bool {
 	return v == "" || v[0] == '#' || strings.Trim(v, hole+" ") == ""
 }
 
-// linesFuncs print lines of their own from values that have none: YAML
-// and TOML, indentation, templates, word wrapping, certificates, decoded
-// bytes.
-var linesFuncs = map[string]bool{
-	"toYaml": true, "toYamlPretty": true, "mustToYaml": true, "toToml": true,
-	"toPrettyJson": true, "mustToPrettyJson": true,
-	"indent": true, "nindent": true, "include": true, "template": true, "tpl": true,
-	"println": true, "wrap": true, "wrapWith": true,
-	"b64dec": true, "b32dec": true, "decryptAES": true,
-	"genCA": true, "genCAWithKey": true, "genSelfSignedCert": true, "genSelfSignedCertWithKey": true,
-	"genSignedCert": true, "genSignedCertWithKey": true, "genPrivateKey": true, "buildCustomCert": true,
-}
-
 // printsLines: the pipeline may print more than one line, from data that
-// has none: a function of linesFuncs, a printf whose format is not a
+// has none: a function that does (render.PrintsLines), a printf whose format is not a
 // literal without %c, a literal string with a newline, a chart's .Files,
 // a bare {{ . }} (which with may have set to such output), or a variable
 // that such a pipeline set.
@@ -383,7 +371,7 @@ func (a *analysis) commandPrintsLines(c *parse.CommandNode) bool {
 				return true
 			}
 		case *parse.IdentifierNode:
-			if linesFuncs[n.Ident] {
+			if render.PrintsLines(n.Ident) {
 				return true
 			}
 			if i == 0 && n.Ident == "printf" {

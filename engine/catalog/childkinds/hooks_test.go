@@ -1,4 +1,4 @@
-package catalog
+package childkinds
 
 import (
 	"slices"
@@ -70,9 +70,9 @@ func TestHookReading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			kinds, unknown, err := StaticChildren(set, chart.NeverApplied)
+			kinds, unknown, err := Read(set, chart.NeverApplied)
 			if err != nil || len(unknown) > 0 {
-				t.Fatalf("StaticChildren: %v %v", err, unknown)
+				t.Fatalf("Read: %v %v", err, unknown)
 			}
 			if dropped := len(kinds) == 0; dropped != tc.drop {
 				t.Fatalf("left out = %v, want %v (kinds %v)", dropped, tc.drop, kinds)

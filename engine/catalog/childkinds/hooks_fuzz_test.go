@@ -1,4 +1,4 @@
-package catalog
+package childkinds
 
 import (
 	"slices"
@@ -43,11 +43,11 @@ func FuzzHookSkip(f *testing.F) {
 		if err != nil {
 			return
 		}
-		all, unknown, err := StaticChildren(set, nil)
+		all, unknown, err := Read(set, nil)
 		if err != nil || len(unknown) > 0 {
 			return
 		}
-		kinds, _, err := StaticChildren(set, chart.NeverApplied)
+		kinds, _, err := Read(set, chart.NeverApplied)
 		if err != nil {
 			t.Fatalf("the analysis with the hook rule failed where the one without it did not: %v", err)
 		}

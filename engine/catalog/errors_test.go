@@ -1,0 +1,52 @@
+package catalog
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/tmplop/operator/engine/layout"
+	"github.com/tmplop/operator/engine/render"
+)
+
+// TestAuthorErrorsTyped: every mistake Compile finds in a folder's file
+// is a *render.Error that names the file, the line of the field and the
+// lint code, so that lint, the ConfigMap's Event and catalog's locate read
+// them with errors.As and never from the message; the message names
+// neither file nor line again.
+func TestAuthorErrorsTyped(t *testing.T) {
+	const head = "apiVersion: a.example.com/v1\nkind: A\n"
+	cases := []struct {
+		name  string
+		files layout.Files
+		file  string
+		line  int
+		code  string
+	}{
+		{name: "syntax", files: layout.Files{KindFile: []byte(head + "lookups:\n- a\n b: c\n")}, file: KindFile, line: 5, code: render.CodeKindYAML},
+		{name: "unknown field", files: layout.Files{KindFile: []byte(head + "\nworker: 2\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "wrong type", files: layout.Files{KindFile: []byte(head + "workers: many\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},
+		{name: "duplicate key", files: layout.Files{KindFile: []byte(head + "workers: 1\nworkers: 2\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "bad apiVersion", files: layout.Files{KindFile: []byte("kind: A\napiVersion: a/b/c\n")}, file: KindFile, line: 2, code: render.CodeKindYAML},
+		{name: "negative workers", files: layout.Files{KindFile: []byte(head + "prune: true\nworkers: -1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "second lookup's selector", files: layout.Files{KindFile: []byte(head + "lookups:\n- {apiVersion: v1, kind: Pod}\n- apiVersion: v1\n  kind: Secret\n  selector: {matchExpressions: [{key: x, operator: Bogus}]}\n")}, file: KindFile, line: 7, code: render.CodeKindYAML},
+		{name: "short schema marker", files: layout.Files{KindFile: []byte(head + "spec:\n  size: integer | minimun=1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "dependsOn unknown file", files: layout.Files{KindFile: []byte(head + "dependsOn:\n  a.yaml: [b.yaml]\n"), "a.yaml": []byte("")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "template parse", files: layout.Files{KindFile: []byte(head), "a.yaml": []byte("x: 1\n{{ if }}\n")}, file: "a.yaml", line: 2, code: render.CodeParse},
+		{name: "status of a built-in kind", files: layout.Files{KindFile: []byte("apiVersion: v1\nkind: ConfigMap\n"), layout.StatusFile: []byte("a: 1\n")}, file: layout.StatusFile, code: render.CodeFolder},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compile("a", "a", tc.files)
+			re, ok := errors.AsType[*render.Error](err)
+			if !ok {
+				t.Fatalf("err = %v (%T), want a *render.Error", err, err)
+			}
+			if re.Template != tc.file || re.Line != tc.line || re.Code != tc.code {
+				t.Errorf("got %s:%d %s, want %s:%d %s (%v)", re.Template, re.Line, re.Code, tc.file, tc.line, tc.code, err)
+			}
+			if prefix := tc.file + ":"; len(re.Message) >= len(prefix) && re.Message[:len(prefix)] == prefix {
+				t.Errorf("message %q names its file again", re.Message)
+			}
+		})
+	}
+}
