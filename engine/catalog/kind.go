@@ -293,32 +293,22 @@ func ReadSpec(files layout.Files) (*Spec, error) {
 	return spec, nil
 }
 
-// fieldError is a mistake of kind.yaml's field at path (its keys, as
-// render.YAMLPathLine reads them), which kindYAMLError locates. Its
-// message is err's.
-type fieldError struct {
-	path []string
-	err  error
-}
-
-func (e *fieldError) Error() string { return e.err.Error() }
-func (e *fieldError) Unwrap() error { return e.err }
-
-func fieldErr(err error, path ...string) error { return &fieldError{path: path, err: err} }
+// fieldErr is err as a mistake of kind.yaml's field at path, which
+// kindYAMLError locates.
+func fieldErr(err error, path ...string) error { return render.Field(err, path...) }
 
 // kindYAMLError is err, when it is a mistake of a field of kind.yaml
-// (data: a fieldError, a short schema's), as the *render.Error at the
-// field's line; any other error as it is.
+// (data: a render.FieldError, a short schema's), as the *render.Error at
+// the field's line; any other error as it is.
 func kindYAMLError(data []byte, err error) error {
-	var path []string
-	if fe, ok := errors.AsType[*fieldError](err); ok {
-		path = fe.path // before a render.Error it wraps: a readyWhen's
-	} else if se, ok := errors.AsType[*shortschema.Error](err); ok {
-		path = se.Keys()
-	} else {
-		return err
+	if _, ok := errors.AsType[*render.FieldError](err); ok {
+		// Before a render.Error it wraps: a readyWhen's.
+		return render.AtField(KindFile, data, render.CodeKindYAML, err)
 	}
-	return render.At(KindFile, render.YAMLPathLine(data, path...), render.CodeKindYAML, err)
+	if se, ok := errors.AsType[*shortschema.Error](err); ok {
+		return render.At(KindFile, render.YAMLPathLine(data, se.Keys()...), render.CodeKindYAML, err)
+	}
+	return err
 }
 
 // GroupKind is the kind the folder serves.

@@ -46,26 +46,13 @@ func ForKind(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error)
 	}
 	c, err := generate(k)
 	if err != nil {
-		line := 0
-		if fe, ok := errors.AsType[*fieldError](err); ok {
-			line = render.YAMLPathLine(k.Files[catalog.KindFile], fe.path...)
-		}
-		return nil, render.At(catalog.KindFile, line, render.CodeInput, err)
+		return nil, render.AtField(catalog.KindFile, k.Files[catalog.KindFile], render.CodeInput, err)
 	}
 	return c, nil
 }
 
-// fieldError is a mistake about the field at path of the file it is in
-// (its keys, as render.YAMLPathLine reads them). Its message is err's.
-type fieldError struct {
-	path []string
-	err  error
-}
-
-func (e *fieldError) Error() string { return e.err.Error() }
-func (e *fieldError) Unwrap() error { return e.err }
-
-func fieldErr(err error, path ...string) error { return &fieldError{path: path, err: err} }
+// fieldErr is err as a mistake of kind.yaml's field at path.
+func fieldErr(err error, path ...string) error { return render.Field(err, path...) }
 
 // SourceFile is the file of the folder the kind's CRD comes from: crd.yaml
 // or kind.yaml.

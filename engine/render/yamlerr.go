@@ -55,6 +55,31 @@ func YAMLError(file string, first int, data []byte, into any, code string, err e
 	return e
 }
 
+// FieldError is a mistake about the field at Path of a YAML file (its
+// keys, as YAMLPathLine reads them), found by code that holds the decoded
+// value, not the text: AtField locates it in the text. Its message is
+// Err's.
+type FieldError struct {
+	Path []string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Field is err as a mistake about the field at path.
+func Field(err error, path ...string) error { return &FieldError{Path: path, Err: err} }
+
+// AtField is err as the mistake of file, whose text is data, with code:
+// at the line of the field a *FieldError in err names, else at no line.
+func AtField(file string, data []byte, code string, err error) *Error {
+	line := 0
+	if fe, ok := errors.AsType[*FieldError](err); ok {
+		line = YAMLPathLine(data, fe.Path...)
+	}
+	return At(file, line, code, err)
+}
+
 // YAMLPathLine is the line of data, YAML, where the field at path is: its
 // keys, each maybe followed by [] for a list's items (the first that has
 // the rest of the path) or [i] for one ("lookups[1]", "selector"). When
