@@ -501,7 +501,7 @@ func TestGenerateErrors(t *testing.T) {
 		{
 			name:  "bad kind.yaml",
 			files: map[string]string{"w/kind.yaml": kind + "colour: blue\n"},
-			want:  []string{"w/kind.yaml: ", "colour"},
+			want:  []string{"w/kind.yaml:3: ", "colour"},
 		},
 		{
 			name:  "two folders for one kind",
