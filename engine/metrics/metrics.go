@@ -267,7 +267,7 @@ func Install() {
 // It calls Install.
 func NewRegistry(src Source) *prometheus.Registry {
 	Install()
-	return newRegistry(src, defaultEngine, defaultWorkqueue, defaultREST, defaultAuth)
+	return newRegistry(src, defaultEngine, defaultWorkqueue, defaultREST, defaultAuth, defaultMigration)
 }
 
 func newRegistry(src Source, cs ...prometheus.Collector) *prometheus.Registry {
