@@ -295,7 +295,7 @@ func TestCompileErrors(t *testing.T) {
 			file: "convert.v2.v1.yaml", code: render.CodeFolder, contains: "version v2 is not a version of the kind (v1, v1alpha1)"},
 		{name: "between two non-hub versions", versions: []string{"v1alpha1", "v1beta1"},
 			templates: with(with(both("v1alpha1"), "convert.v1beta1.v1.yaml", ""), "convert.v1alpha1.v1beta1.yaml", ""),
-			file: "convert.v1alpha1.v1beta1.yaml", code: render.CodeFolder, contains: "neither v1alpha1 nor v1beta1 is the hub v1"},
+			file:      "convert.v1alpha1.v1beta1.yaml", code: render.CodeFolder, contains: "neither v1alpha1 nor v1beta1 is the hub v1"},
 		{name: "to itself", versions: []string{"v1alpha1"}, templates: with(both("v1alpha1"), "convert.v1.v1.yaml", ""),
 			file: "convert.v1.v1.yaml", code: render.CodeFolder, contains: "to itself"},
 		{name: "not a conversion", versions: []string{"v1alpha1"}, templates: with(both("v1alpha1"), "deployment.yaml", ""),
