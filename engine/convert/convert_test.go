@@ -173,7 +173,7 @@ func TestConvertErrors(t *testing.T) {
 		{name: "bomb", forward: "spec:\n  x: {{ range until 100000000 }}xxxxxxxx{{ end }}\n", budget: render.Budget{MaxOutputBytes: 1 << 16},
 			file: toV1, line: 2, budgetOf: render.BudgetOutput},
 		{name: "time bomb", forward: "{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}{{ end }}", budget: render.Budget{Timeout: 50e6, MaxCalls: 1 << 40},
-			file: toV1, line: 1, budgetOf: render.BudgetTime},
+			file: toV1, line: -1, budgetOf: render.BudgetTime}, // at the loop, or none when abandoned
 		{name: "back fails", forward: "spec: {}\n", back: "{{ fail \"no way back\" }}", file: "convert.v1.v1alpha1.yaml", line: 1, contains: "no way back"},
 		{name: "kept over 64 KiB", forward: "spec: {}\n", // v1 holds nothing of v1alpha1's spec
 			in: map[string]any{"apiVersion": v1alpha1, "kind": "Memcached", "metadata": map[string]any{"name": "big"},
@@ -199,7 +199,7 @@ func TestConvertErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("err = %v (%T), want a *render.Error", err, err)
 			}
-			if re.Template != tc.file || re.Line != tc.line {
+			if re.Template != tc.file || (tc.line >= 0 && re.Line != tc.line) {
 				t.Errorf("error at %s:%d, want %s:%d (%v)", re.Template, re.Line, tc.file, tc.line, err)
 			}
 			if tc.contains != "" && !strings.Contains(err.Error(), tc.contains) {

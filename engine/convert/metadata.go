@@ -43,6 +43,15 @@ func normalize(out, src map[string]any, to schema.GroupVersion) error {
 	if !ok {
 		return fmt.Errorf("metadata must be a mapping, got %T", v)
 	}
+	defer func() {
+		// Empty labels or annotations are none, as the API server stores
+		// them.
+		for _, f := range []string{"labels", "annotations"} {
+			if m, ok := meta[f].(map[string]any); ok && len(m) == 0 {
+				delete(meta, f)
+			}
+		}
+	}()
 	keys := map[string]bool{}
 	for k := range meta {
 		keys[k] = true
@@ -126,9 +135,11 @@ func withAnnotation(out map[string]any, key, value string) map[string]any {
 // template did with the annotations.
 func setKept(out map[string]any, srcAnn map[string]any, to string) {
 	ann := maps.Clone(annotations(out))
+	changed := false
 	for k := range ann {
 		if isKept(k) {
 			delete(ann, k)
+			changed = true
 		}
 	}
 	for k, v := range srcAnn {
@@ -137,13 +148,13 @@ func setKept(out map[string]any, srcAnn map[string]any, to string) {
 				ann = map[string]any{}
 			}
 			ann[k] = v
+			changed = true
 		}
 	}
-	meta, _ := out["metadata"].(map[string]any)
-	if meta == nil && len(ann) == 0 {
+	if !changed {
 		return
 	}
-	meta = metadataOf(out)
+	meta := metadataOf(out)
 	if len(ann) == 0 {
 		// The API server stores no empty annotations either.
 		delete(meta, "annotations")
