@@ -99,6 +99,15 @@ func (c *Converter) wanted(from, to string) error {
 	return nil
 }
 
+// WithBudget is c with every render under budget: the kind's budget over
+// the operator's flags (catalog.Kind.RenderBudget), where c was compiled
+// with the folder's alone.
+func (c *Converter) WithBudget(budget render.Budget) *Converter {
+	cc := *c
+	cc.budget = budget
+	return &cc
+}
+
 // Hub is the version every conversion goes to or from.
 func (c *Converter) Hub() string { return c.hub }
 
