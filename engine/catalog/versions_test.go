@@ -103,7 +103,7 @@ spec:
 // the hub's is kind.yaml's top-level one.
 func TestVersionSchemas(t *testing.T) {
 	k, err := Compile("m", "m", layout.Files{
-		KindFile: []byte("apiVersion: cache.example.com/v1\nkind: Memcached\nspec: {replicas: integer}\nversions:\n- name: v1alpha1\n  spec: {size: integer}\n  printerColumns: [{name: Size, type: integer, jsonPath: .spec.size}]\n"),
+		KindFile:                   []byte("apiVersion: cache.example.com/v1\nkind: Memcached\nspec: {replicas: integer}\nversions:\n- name: v1alpha1\n  spec: {size: integer}\n  printerColumns: [{name: Size, type: integer, jsonPath: .spec.size}]\n"),
 		"convert.v1alpha1.v1.yaml": []byte(""), "convert.v1.v1alpha1.yaml": []byte(""),
 	})
 	if err != nil {
