@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -159,6 +160,11 @@ func versionsOf(spec *Spec, crdVersions []Version) []Version {
 	hub := spec.hubVersion()
 	var out []Version
 	if crdVersions != nil {
+		if !slices.ContainsFunc(crdVersions, func(v Version) bool { return v.Name == hub }) {
+			// crd.yaml must serve the hub, which engine/crd reports at
+			// its line; until then the kind is the hub alone.
+			return []Version{{Name: hub, Served: true, Storage: true, Hub: true}}
+		}
 		out = crdVersions
 	} else {
 		for _, v := range spec.Versions {

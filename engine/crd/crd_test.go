@@ -60,8 +60,8 @@ func TestGolden(t *testing.T) {
 	if len(warnings) > 0 {
 		t.Errorf("warnings: %v", warnings)
 	}
-	if len(files) != 4 {
-		t.Fatalf("got %d files, want 4", len(files))
+	if len(files) != 5 {
+		t.Fatalf("got %d files, want 5", len(files))
 	}
 	for _, f := range files {
 		t.Run(f.Folder, func(t *testing.T) {
