@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -147,22 +150,56 @@ func (c *Converter) Convert(ctx context.Context, obj map[string]any, toAPIVersio
 	return c.step(ctx, cur, src, to)
 }
 
-// ConvertList converts every object of objs to toAPIVersion, in order, all
-// or nothing: the first error is returned, naming the object.
+// ConvertList converts every object of objs to toAPIVersion, all or
+// nothing: the error of the first object (in order) that fails, naming
+// it. Objects are converted on as many goroutines as there are CPUs: a
+// ConversionReview brings a whole list, and its client waits for all of
+// it.
 func (c *Converter) ConvertList(ctx context.Context, objs []map[string]any, toAPIVersion string) ([]map[string]any, error) {
 	out := make([]map[string]any, len(objs))
-	for i, obj := range objs {
-		if err := ctx.Err(); err != nil {
+	errs := make([]error, len(objs))
+	workers := min(runtime.GOMAXPROCS(0), (len(objs)+minPerWorker-1)/minPerWorker)
+	// Objects are taken in order; once one fails no other is started
+	// (all or nothing), and those under way finish, so that every object
+	// before the failing one was converted and the error reported is the
+	// first in order, whatever the goroutines' timing.
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for !failed.Load() && ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(objs) {
+					return
+				}
+				o, err := c.Convert(ctx, objs[i], toAPIVersion)
+				if err != nil {
+					errs[i] = fmt.Errorf("object %d (%s): %w", i, objectName(objs[i]), err)
+					failed.Store(true)
+					return
+				}
+				out[i] = o
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
 		}
-		o, err := c.Convert(ctx, obj, toAPIVersion)
-		if err != nil {
-			return nil, fmt.Errorf("object %d (%s): %w", i, objectName(obj), err)
+	}
+	for i := range out {
+		if out[i] == nil {
+			// Stopped before its turn: the caller's ctx is done.
+			return nil, fmt.Errorf("object %d (%s): %w", i, objectName(objs[i]), context.Cause(ctx))
 		}
-		out[i] = o
 	}
 	return out, nil
 }
+
+// minPerWorker is the fewest objects worth a goroutine of ConvertList.
+const minPerWorker = 8
 
 // parseFrom reads the version obj is at, which must be one of the kind's.
 func (c *Converter) parseFrom(obj map[string]any) (schema.GroupVersion, error) {

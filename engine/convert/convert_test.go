@@ -1,8 +1,10 @@
 package convert
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,5 +319,40 @@ func TestCompileErrors(t *testing.T) {
 				t.Errorf("err = %v, want it to say %q", err, tc.contains)
 			}
 		})
+	}
+}
+
+// TestConvertList: a list converts in order, on several goroutines, all
+// or nothing: the error is the first failing object's, in the list's
+// order, and a canceled context stops it.
+func TestConvertList(t *testing.T) {
+	c := memcached(t, nil)
+	in := load(t, "testdata/in/v1alpha1.yaml")
+	objs := make([]map[string]any, 200)
+	for i := range objs {
+		o := deepCopyMap(in)
+		o["metadata"].(map[string]any)["name"] = fmt.Sprintf("m%d", i)
+		o["spec"].(map[string]any)["size"] = int64(i)
+		objs[i] = o
+	}
+	out, err := c.ConvertList(t.Context(), objs, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if o["metadata"].(map[string]any)["name"] != fmt.Sprintf("m%d", i) || o["spec"].(map[string]any)["replicas"] != int64(i) {
+			t.Fatalf("object %d: %v", i, o)
+		}
+	}
+	// Objects 150 and 60 are at a version the kind does not have.
+	objs[150]["apiVersion"], objs[60]["apiVersion"] = "cache.example.com/v9", "cache.example.com/v9"
+	if _, err := c.ConvertList(t.Context(), objs, v1); err == nil || !strings.HasPrefix(err.Error(), "object 60 (demo/m60): ") {
+		t.Errorf("err = %v, want object 60's", err)
+	}
+	objs[150]["apiVersion"], objs[60]["apiVersion"] = v1alpha1, v1alpha1
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := c.ConvertList(ctx, objs, v1); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled: err = %v, want context.Canceled", err)
 	}
 }
