@@ -46,6 +46,7 @@ func TestAuthorErrorsTyped(t *testing.T) {
 		{name: "versions beside a crd.yaml", files: layout.Files{KindFile: []byte(head + "workers: 1\nversions:\n- name: v2\n"), CRDFile: []byte("x: 1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "versions of a chart", files: layout.Files{KindFile: []byte(head + "versions:\n- name: v2\n"), layout.ChartFile: []byte("apiVersion: v2\nname: a\nversion: 0.1.0\n"),
 			"convert.v2.v1.yaml": []byte(""), "convert.v1.v2.yaml": []byte("")}, file: KindFile, line: 3, code: render.CodeKindYAML},
+		{name: "versions of a built-in kind", files: layout.Files{KindFile: []byte("apiVersion: apps/v1\nkind: Deployment\nversions:\n- name: v2\n")}, file: KindFile, line: 2, code: render.CodeKindYAML},
 		{name: "conversion missing", files: layout.Files{KindFile: []byte(head + "versions:\n- name: v2\n"), "convert.v2.v1.yaml": []byte("")}, file: "convert.v1.v2.yaml", code: render.CodeFolder},
 		{name: "conversion of an unknown version", files: layout.Files{KindFile: []byte(head + "versions:\n- name: v2\n"), "convert.v2.v1.yaml": []byte(""), "convert.v1.v2.yaml": []byte(""), "convert.v3.v1.yaml": []byte("")}, file: "convert.v3.v1.yaml", code: render.CodeFolder},
 		{name: "conversion of one version", files: layout.Files{KindFile: []byte(head), "convert.v2.v1.yaml": []byte("")}, file: "convert.v2.v1.yaml", code: render.CodeFolder},

@@ -497,7 +497,7 @@ func (s *Spec) validCRDFields() error {
 		}
 	}
 	if s.HasCRDSchema() && s.builtIn() {
-		return fieldErr(fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind), "kind")
+		return fieldErr(fmt.Errorf("spec, status, printerColumns, validation, versions: %s is a built-in kind, its schema is Kubernetes'", s.Kind), "kind")
 	}
 	var err error
 	if s.SpecSchema != nil {

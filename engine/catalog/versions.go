@@ -69,9 +69,8 @@ func (s *Spec) validVersions() error {
 	if len(s.Versions) == 0 {
 		return nil
 	}
-	if s.builtIn() {
-		return fieldErr(fmt.Errorf("versions: %s is a built-in kind, its versions are Kubernetes'", s.Kind), "versions")
-	}
+	// A built-in kind's versions are Kubernetes': validCRDFields refused
+	// them already.
 	hub := s.hubVersion()
 	seen := map[string]int{}
 	storage := -1
