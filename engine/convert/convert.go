@@ -226,9 +226,7 @@ func (c *Converter) step(ctx context.Context, src map[string]any, from, to schem
 	// the kept annotations: what src carried for other versions goes on.
 	srcAnn := annotations(src)
 	if k, ok := srcAnn[KeptAnnotation(to.Version)]; ok {
-		if err := applyKept(out, k); err != nil {
-			return nil, render.At(forward, 0, "", fmt.Errorf("annotation %s: %w", KeptAnnotation(to.Version), err))
-		}
+		applyKept(out, k)
 	}
 	setKept(out, srcAnn, to.Version)
 	if c.lossy[from.Version] || c.lossy[to.Version] {

@@ -356,3 +356,48 @@ func TestConvertList(t *testing.T) {
 		t.Errorf("canceled: err = %v, want context.Canceled", err)
 	}
 }
+
+// TestKeptForged: whoever writes an object may write its kept annotation:
+// one that is not JSON, or that names what a conversion may not change
+// (apiVersion, kind, metadata but labels and annotations), or a label
+// that is not a string, is ignored, never an error (a ConversionReview is
+// all or nothing: one object that fails, fails every list); the rest of
+// it applies.
+func TestKeptForged(t *testing.T) {
+	c := memcached(t, nil)
+	in := load(t, "testdata/in/v1alpha1.yaml")
+	for name, kept := range map[string]string{
+		"not JSON": `{"set": `,
+		"not a string": "",
+		"forged": `{"set":{"/apiVersion":"x/v9","/kind":"Other","/metadata/name":"other","/metadata/uid":"u2","/metadata/labels/n":1,` +
+			`"/metadata/labels/ok":"yes","/metadata/annotations/operator.tmplop.io~1kept-v1alpha1":"{}","/spec/maxConnections":7},"absent":["/metadata/namespace","/metadata","/kind"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj := deepCopyMap(in)
+			ann := map[string]any{KeptAnnotation("v1"): kept}
+			if name == "not a string" {
+				ann[KeptAnnotation("v1")] = int64(1)
+			}
+			obj["metadata"].(map[string]any)["annotations"] = ann
+			out, err := c.Convert(t.Context(), obj, v1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := out["metadata"].(map[string]any)
+			if out["apiVersion"] != v1 || out["kind"] != "Memcached" || meta["name"] != "cache" || meta["namespace"] != "demo" || meta["uid"] != in["metadata"].(map[string]any)["uid"] {
+				t.Errorf("the kept annotation changed what it may not: %v", out)
+			}
+			if _, ok := meta["labels"].(map[string]any)["n"]; ok {
+				t.Errorf("a label that is not a string was set: %v", meta["labels"])
+			}
+			if k := annotations(out)[KeptAnnotation("v1alpha1")]; k == "{}" {
+				t.Errorf("a forged kept annotation was kept: %v", annotations(out))
+			}
+			if name == "forged" {
+				if out["spec"].(map[string]any)["maxConnections"] != int64(7) || meta["labels"].(map[string]any)["ok"] != "yes" {
+					t.Errorf("the rest of the annotation did not apply: %v", out)
+				}
+			}
+		})
+	}
+}

@@ -86,42 +86,85 @@ func (k *kept) set(pointer string, v any) {
 
 // applyKept applies the kept annotation's value data to obj: the absent
 // pointers deleted, then the set ones set, making the mappings on their
-// way. A pointer through a value that is no longer a mapping (the object
+// way. It is best effort, and never fails: whoever may write the object
+// may write the annotation, and one object that does not convert fails
+// every list of the kind at that version (a ConversionReview is all or
+// nothing). So a value that is not what diff writes is ignored, and so is
+// a pointer diff never writes (apiVersion, kind, metadata but labels and
+// annotations, a kept annotation): metadata stays the API server's rule.
+// A pointer through a value that is no longer a mapping (the object
 // changed since) is skipped: the object's own value wins.
-func applyKept(obj map[string]any, data any) error {
+func applyKept(obj map[string]any, data any) {
 	s, ok := data.(string)
 	if !ok {
-		return fmt.Errorf("want a string, got %T", data)
+		return
 	}
 	var raw map[string]any
 	if err := utiljson.Unmarshal([]byte(s), &raw); err != nil {
-		return fmt.Errorf("not JSON: %w", err)
+		return
 	}
 	set, _ := raw["set"].(map[string]any)
 	absent, _ := raw["absent"].([]any)
 	for _, a := range absent {
-		p, ok := a.(string)
+		p, _ := a.(string)
+		keys, ok := keptPointer(p)
 		if !ok {
-			return fmt.Errorf("absent: want pointers, got %v", a)
-		}
-		keys, err := unescape(p)
-		if err != nil {
-			return err
+			continue
 		}
 		if parent := reach(obj, keys[:len(keys)-1], false); parent != nil {
 			delete(parent, keys[len(keys)-1])
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(set)) {
-		keys, err := unescape(p)
-		if err != nil {
-			return err
+		keys, ok := keptPointer(p)
+		if !ok || !keptValue(keys, set[p]) {
+			continue
 		}
 		if parent := reach(obj, keys[:len(keys)-1], true); parent != nil {
 			parent[keys[len(keys)-1]] = set[p]
 		}
 	}
-	return nil
+}
+
+// keptPointer splits a pointer of a kept annotation into its keys, false
+// for one diff never writes. The kept annotations among the annotations
+// it sets are replaced after (setKept).
+func keptPointer(p string) ([]string, bool) {
+	keys, err := unescape(p)
+	if err != nil {
+		return nil, false
+	}
+	switch keys[0] {
+	case "apiVersion", "kind":
+		return nil, false
+	case "metadata":
+		if len(keys) < 2 || len(keys) > 3 || keys[1] != "labels" && keys[1] != "annotations" {
+			return nil, false
+		}
+	}
+	return keys, true
+}
+
+// keptValue reports whether v may be set at keys: labels and annotations
+// are strings, as the API server requires.
+func keptValue(keys []string, v any) bool {
+	if keys[0] != "metadata" {
+		return true
+	}
+	if len(keys) == 3 {
+		_, ok := v.(string)
+		return ok
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, s := range m {
+		if _, ok := s.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // reach returns the mapping of obj at keys, nil when there is none (and
