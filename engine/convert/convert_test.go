@@ -367,7 +367,7 @@ func TestKeptForged(t *testing.T) {
 	c := memcached(t, nil)
 	in := load(t, "testdata/in/v1alpha1.yaml")
 	for name, kept := range map[string]string{
-		"not JSON": `{"set": `,
+		"not JSON":     `{"set": `,
 		"not a string": "",
 		"forged": `{"set":{"/apiVersion":"x/v9","/kind":"Other","/metadata/name":"other","/metadata/uid":"u2","/metadata/labels/n":1,` +
 			`"/metadata/labels/ok":"yes","/metadata/annotations/operator.tmplop.io~1kept-v1alpha1":"{}","/spec/maxConnections":7},"absent":["/metadata/namespace","/metadata","/kind"]}`,
