@@ -113,8 +113,9 @@ type Spec struct {
 	// Validation are CEL rules over the whole object (self), as the CRD's
 	// x-kubernetes-validations.
 	Validation []apiextensionsv1.ValidationRule `json:"validation,omitempty"`
-	// Versions are the kind's versions besides the hub, apiVersion's
-	// version; absent: the hub alone (versions.go, docs/versions.md).
+	// Versions are the kind's other versions than the hub, apiVersion's,
+	// and may list the hub for served, storage and deprecated alone;
+	// absent: the hub alone (versions.go, docs/versions.md).
 	Versions []VersionSpec `json:"versions,omitempty"`
 
 	// What parseSpec works out of the fields above while it checks them,
@@ -373,7 +374,7 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		fromCRD = crdVersions(crd)
 	}
 	k.versions = versionsOf(spec, fromCRD)
-	if len(k.versions) > 1 && format.Name() != (templates{}).Name() {
+	if _, ofTemplates := format.(templates); len(k.versions) > 1 && !ofTemplates {
 		// A chart's values are its objects' spec: converting them is
 		// for the chart format to say, which it does not yet.
 		return nil, kindYAMLError(files[KindFile], fieldErr(fmt.Errorf("versions: a %s kind has one version for now: conversion is for folders of templates", format.Name()), "versions"))
