@@ -40,18 +40,18 @@
 //
 // # Why TLS is the only guard
 //
-// The caller is the API server (kube-apiserver's apiextensions part),
-// which authenticates the webhook by the CRD's caBundle and the Service's
-// name, but by default presents no client certificate the webhook could
-// check, and a conversion reads nothing but the objects it is sent: it
-// writes nothing and reads nothing from the cluster. Whoever reaches the
-// port can therefore make the operator render conversion templates on
-// objects of its own making: the render budgets bound each object, and
-// MaxBodyBytes bounds a request, so the cost is CPU, as for any HTTPS
-// server. A NetworkPolicy admitting only the control plane's addresses to
-// the webhook's port (deploy/ shows one where the cluster's CNI enforces
-// them) takes even that away; the API server's client certificate
-// (--proxy-client-cert-file is not sent to webhooks; an admission
-// configuration's kubeconfig can add one) could be required later with
-// tls.Config.ClientCAs without changing this package's API.
+// The caller is the API server (kube-apiserver's apiextensions part): it
+// authenticates the webhook by the CRD's caBundle and the Service's name,
+// but sends no credentials of its own by default, so the webhook has none
+// to check; and a conversion reads nothing but the objects it is sent,
+// writes nothing and asks the cluster nothing. Whoever reaches the port
+// can therefore only make the operator run conversion templates on
+// objects of its own making and read the result, which it could compute
+// itself from the folder: the render budgets bound each object and
+// MaxBodyBytes bounds a request, so what it can take is CPU, as from any
+// HTTPS server. A NetworkPolicy admitting to the webhook's port only the
+// control plane's addresses (where the cluster's network plugin enforces
+// policies) takes that away too; requiring a client certificate later
+// (tls.Config.ClientCAs, for API servers configured to present one) would
+// not change this package's API.
 package webhook
