@@ -50,7 +50,7 @@ func (c *Client) UpdateSecret(ctx context.Context, ns string, s *corev1.Secret) 
 // watch on that name only).
 func (c *Client) SecretListWatch(ns, name string) cache.ListerWatcher {
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
-	return &cache.ListWatch{
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if c.core == nil {
 				return nil, errNoCore
@@ -69,5 +69,5 @@ func (c *Client) SecretListWatch(ns, name string) cache.ListerWatcher {
 			o.FieldSelector = selector
 			return marked(c.core.Secrets(ns).Watch(ctx, o))
 		},
-	}
+	}, c.core) // a fake core client says it cannot stream a list
 }
