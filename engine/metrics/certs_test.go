@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmplop/operator/engine/certwatch"
 )
 
 // testCert returns a certificate for localhost and its key, in PEM.
@@ -105,7 +106,7 @@ func TestCertDirReload(t *testing.T) {
 
 	// Not a certificate: the second stays.
 	writeFiles(t, dir, map[string][]byte{CertFile: []byte("not a certificate")})
-	time.Sleep(3 * certDebounce)
+	time.Sleep(3 * certwatch.Debounce)
 	if got := servedCert(t, s.MetricsAddr); got != "second" {
 		t.Fatalf("serving %q after a broken write, want second", got)
 	}
@@ -139,31 +140,6 @@ func TestCertDirReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventuallyServes(t, s2.MetricsAddr, "fourth")
-}
-
-// TestCertificateReloadPolls: without file events (a volume that sends
-// none), a change is read at the next poll.
-func TestCertificateReloadPolls(t *testing.T) {
-	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
-	c, err := loadCertificate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2, k2 := testCert(t, "second")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
-	if changed, err := c.reload(); err != nil || !changed {
-		t.Fatalf("reload: changed %v, %v", changed, err)
-	}
-	if changed, err := c.reload(); err != nil || changed {
-		t.Fatalf("reload of the same files: changed %v, %v", changed, err)
-	}
-	cert, _ := c.getCertificate(nil)
-	x, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil || x.Subject.CommonName != "second" {
-		t.Fatalf("serving %v %v, want second", x.Subject.CommonName, err)
-	}
 }
 
 func TestCertDirErrors(t *testing.T) {
@@ -229,26 +205,6 @@ func TestSelfSignedCertificate(t *testing.T) {
 	cert2, _ := c2.getCertificate(nil)
 	if bytes.Equal(cert.Certificate[0], cert2.Certificate[0]) {
 		t.Error("two self-signed certificates are the same")
-	}
-}
-
-// TestCertWatchStops: the watch ends with the context.
-func TestCertWatchStops(t *testing.T) {
-	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
-	c, err := loadCertificate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { c.watch(ctx, nil); close(done) }()
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not stop")
 	}
 }
 
