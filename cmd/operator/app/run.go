@@ -176,7 +176,7 @@ func run(cmd *cobra.Command, f *runFlags) error {
 	}
 	// The conversion webhook serves before any folder loads: a CRD of
 	// several versions names it as soon as it is installed.
-	conv := newConverters()
+	conv := newConverters(f.budget)
 	wh, err := startWebhook(ctx, f.webhook, client, f.stateNamespace, conv)
 	if err != nil {
 		return err

@@ -17,11 +17,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/convert"
 	"github.com/tmplop/operator/engine/crd"
 	"github.com/tmplop/operator/engine/crdinstall"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/metrics"
 	"github.com/tmplop/operator/engine/migrate"
+	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/webhook"
 )
 
@@ -51,30 +53,41 @@ func addWebhookFlags(fl *pflag.FlagSet, f *webhookFlags) {
 // (controller's Options.Loaded), and kept when its kind stops: the CRD and
 // its objects stay, and the API server still converts them.
 type converters struct {
+	budget render.Budget // run's --render-* flags, under each kind.yaml's
+
 	mu    sync.RWMutex
 	kinds map[schema.GroupKind]*catalog.Kind
+	convs map[schema.GroupKind]*convert.Converter // with the kind's budget
 }
 
-func newConverters() *converters {
-	return &converters{kinds: map[schema.GroupKind]*catalog.Kind{}}
+func newConverters(budget render.Budget) *converters {
+	return &converters{budget: budget, kinds: map[schema.GroupKind]*catalog.Kind{}, convs: map[schema.GroupKind]*convert.Converter{}}
 }
 
-// loaded is controller's Options.Loaded.
+// loaded is controller's Options.Loaded. A conversion renders under the
+// budget the kind's renders have (kind.yaml's over the run's flags),
+// worked out once per folder, not per review.
 func (c *converters) loaded(k *catalog.Kind) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.kinds[k.GVK.GroupKind()] = k
+	gk := k.GVK.GroupKind()
+	c.kinds[gk] = k
+	if conv := k.Converter(); conv != nil {
+		c.convs[gk] = conv.WithBudget(k.RenderBudget(c.budget))
+	} else {
+		delete(c.convs, gk)
+	}
 }
 
 // Converter implements webhook.Converters.
 func (c *converters) Converter(gk schema.GroupKind) webhook.Converter {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	k := c.kinds[gk]
-	if k == nil || k.Converter() == nil {
+	conv := c.convs[gk]
+	if conv == nil {
 		return nil // not an interface holding a nil pointer
 	}
-	return k.Converter()
+	return conv
 }
 
 // versioned are the loaded kinds of several versions.
