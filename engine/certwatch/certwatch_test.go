@@ -2,62 +2,14 @@ package certwatch
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmplop/operator/internal/testsupport/certtest"
 )
-
-// testCert returns a certificate for localhost and its key, in PEM.
-func testCert(t *testing.T, name string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})
-}
-
-// writeFiles writes files into dir, each replaced by a rename as an editor
-// or cert-manager's csi driver would.
-func writeFiles(t *testing.T, dir string, files map[string][]byte) {
-	t.Helper()
-	for name, b := range files {
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func servedName(t *testing.T, w *Watcher) string {
 	t.Helper()
@@ -73,14 +25,14 @@ func servedName(t *testing.T, w *Watcher) string {
 // change is read at the next poll; the same files parse nothing.
 func TestReloadPolls(t *testing.T) {
 	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
+	c1, k1 := certtest.Cert(t, "first")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
 	w, err := Load(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, k2 := testCert(t, "second")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
+	c2, k2 := certtest.Cert(t, "second")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
 	if changed, err := w.Reload(); err != nil || !changed {
 		t.Fatalf("reload: changed %v, %v", changed, err)
 	}
@@ -97,9 +49,9 @@ func TestReloadPolls(t *testing.T) {
 // nothing.
 func TestWatchReloadsAndTells(t *testing.T) {
 	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	ca, _ := testCert(t, "ca")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
+	c1, k1 := certtest.Cert(t, "first")
+	ca, _ := certtest.Cert(t, "ca")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
 	var changes atomic.Int32
 	w, err := Load(Options{Dir: dir, WithCA: true, OnChange: func() { changes.Add(1) }})
 	if err != nil {
@@ -112,16 +64,16 @@ func TestWatchReloadsAndTells(t *testing.T) {
 	defer cancel()
 	go w.watch(ctx, nil, 50*time.Millisecond)
 
-	writeFiles(t, dir, map[string][]byte{CAFile: ca})
+	certtest.WriteFiles(t, dir, map[string][]byte{CAFile: ca})
 	eventually(t, func() bool { return string(w.CA()) == string(ca) && changes.Load() == 1 })
 
-	writeFiles(t, dir, map[string][]byte{CertFile: []byte("not a certificate")})
+	certtest.WriteFiles(t, dir, map[string][]byte{CertFile: []byte("not a certificate")})
 	time.Sleep(300 * time.Millisecond)
 	if got := servedName(t, w); got != "first" || changes.Load() != 1 {
 		t.Fatalf("after a broken write: serving %s, %d changes", got, changes.Load())
 	}
-	c2, k2 := testCert(t, "second")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
+	c2, k2 := certtest.Cert(t, "second")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
 	eventually(t, func() bool { return servedName(t, w) == "second" && changes.Load() == 2 })
 }
 
@@ -137,8 +89,8 @@ func eventually(t *testing.T, ok func() bool) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	c, k := testCert(t, "c")
-	_, otherKey := testCert(t, "other")
+	c, k := certtest.Cert(t, "c")
+	_, otherKey := certtest.Cert(t, "other")
 	cases := []struct {
 		name  string
 		files map[string][]byte
@@ -153,7 +105,7 @@ func TestLoadErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, tc.files)
+			certtest.WriteFiles(t, dir, tc.files)
 			_, err := Load(Options{Dir: dir, What: "webhook certificate", WithCA: true})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one with %q", err, tc.want)
@@ -165,8 +117,8 @@ func TestLoadErrors(t *testing.T) {
 // TestWatchStops: the watch ends with the context, and with stop.
 func TestWatchStops(t *testing.T) {
 	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
+	c1, k1 := certtest.Cert(t, "first")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
 	w, err := Load(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)

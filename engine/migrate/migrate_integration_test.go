@@ -26,27 +26,17 @@ import (
 
 // The tests run on a control plane of their own (etcd and kube-apiserver),
 // started by the first test that needs it.
-var plane struct {
-	once sync.Once
-	env  *cluster.Cluster
-	err  error
-}
+var plane cluster.Lazy
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if plane.env != nil {
-		plane.env.Stop()
-	}
+	plane.Stop()
 	os.Exit(code)
 }
 
 func controlPlane(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	plane.once.Do(func() { plane.env, plane.err = cluster.StartWith(cluster.Options{Minimal: true}) })
-	if plane.err != nil {
-		t.Fatalf("test cluster: %v", plane.err)
-	}
-	return plane.env
+	return plane.Get(t)
 }
 
 // crdOf is a CRD of two versions, v1alpha1 and v1, of one schema (the
