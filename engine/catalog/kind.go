@@ -18,6 +18,7 @@ import (
 
 	"github.com/tmplop/operator/engine/catalog/childkinds"
 	"github.com/tmplop/operator/engine/chart"
+	"github.com/tmplop/operator/engine/convert"
 	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
@@ -112,6 +113,10 @@ type Spec struct {
 	// Validation are CEL rules over the whole object (self), as the CRD's
 	// x-kubernetes-validations.
 	Validation []apiextensionsv1.ValidationRule `json:"validation,omitempty"`
+	// Versions are the kind's other versions than the hub, apiVersion's,
+	// and may list the hub for served, storage and deprecated alone;
+	// absent: the hub alone (versions.go, docs/versions.md).
+	Versions []VersionSpec `json:"versions,omitempty"`
 
 	// What parseSpec works out of the fields above while it checks them,
 	// kept so that nothing parses them again: the readyWhen rules' checker
@@ -186,6 +191,11 @@ type Kind struct {
 
 	// childKinds answers ChildKinds, once.
 	childKinds func() ([]childkinds.Kind, error)
+
+	// versions are the kind's versions, resolved (Versions); converter
+	// converts between them, nil for one version (versions.go).
+	versions  []Version
+	converter *convert.Converter
 }
 
 // Workers is the number of concurrent reconciles for the kind.
@@ -323,6 +333,11 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		return nil, err
 	}
 	crd, hasCRD := files[CRDFile]
+	if hasCRD && len(spec.Versions) > 0 {
+		// The CRD's versions are the crd.yaml's, as its schemas are.
+		return nil, kindYAMLError(files[KindFile], fieldErr(fmt.Errorf("the folder has a %s: its versions are the %s's; remove versions from %s, or the %s", CRDFile, CRDFile, KindFile, CRDFile),
+			"versions"))
+	}
 	if hasCRD && spec.HasCRDSchema() {
 		// Two descriptions of one CRD would drift apart.
 		return nil, kindYAMLError(files[KindFile], fieldErr(fmt.Errorf("the folder has a %s: remove spec, status, printerColumns and validation from %s, or the %s", CRDFile, KindFile, CRDFile),
@@ -354,6 +369,19 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		format:      format,
 	}
 	k.childKinds = sync.OnceValues(k.analyzeChildKinds)
+	var fromCRD []Version
+	if hasCRD {
+		fromCRD = crdVersions(crd)
+	}
+	k.versions = versionsOf(spec, fromCRD)
+	if _, ofTemplates := format.(templates); len(k.versions) > 1 && !ofTemplates {
+		// A chart's values are its objects' spec: converting them is
+		// for the chart format to say, which it does not yet.
+		return nil, kindYAMLError(files[KindFile], fieldErr(fmt.Errorf("versions: a %s kind has one version for now: conversion is for folders of templates", format.Name()), "versions"))
+	}
+	if k.converter, err = compileConverter(files, k.versions, k.RenderBudget(render.Budget{})); err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -418,6 +446,9 @@ func parseSpec(data []byte) (*Spec, error) {
 	if err := s.validCRDFields(); err != nil {
 		return nil, err
 	}
+	if err := s.validVersions(); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 
@@ -440,14 +471,16 @@ func (s *Spec) schemaField() string {
 		return "status"
 	case len(s.PrinterColumns) > 0:
 		return "printerColumns"
+	case len(s.Validation) > 0:
+		return "validation"
 	}
-	return "validation"
+	return "versions"
 }
 
 // HasCRDSchema reports whether kind.yaml describes the kind's CRD (engine/crd
-// generates it then).
+// generates it then): its schema, or its versions.
 func (s *Spec) HasCRDSchema() bool {
-	return s.SpecSchema != nil || s.StatusSchema != nil || len(s.PrinterColumns) > 0 || len(s.Validation) > 0
+	return s.SpecSchema != nil || s.StatusSchema != nil || len(s.PrinterColumns) > 0 || len(s.Validation) > 0 || len(s.Versions) > 0
 }
 
 // validCRDFields checks scope, plural and the short schema at load, so that
@@ -465,7 +498,7 @@ func (s *Spec) validCRDFields() error {
 		}
 	}
 	if s.HasCRDSchema() && s.builtIn() {
-		return fieldErr(fmt.Errorf("spec, status, printerColumns, validation: %s is a built-in kind, its schema is Kubernetes'", s.Kind), "kind")
+		return fieldErr(fmt.Errorf("spec, status, printerColumns, validation, versions: %s is a built-in kind, its schema is Kubernetes'", s.Kind), "kind")
 	}
 	var err error
 	if s.SpecSchema != nil {

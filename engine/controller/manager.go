@@ -79,6 +79,11 @@ type Options struct {
 	// kind's last good version goes on serving. A standby replica does not
 	// call it: the leader installs.
 	InstallCRD func(ctx context.Context, k *catalog.Kind) error
+	// Loaded, when set, is told of every kind folder about to be served,
+	// on every replica (standby and sharded ones too), before its CRD is
+	// installed: the conversion webhook must convert between the versions
+	// of the folder that the CRD installed next names (run's converters).
+	Loaded func(k *catalog.Kind)
 	// Sharding runs the Manager as one shard of a ring (run --sharding):
 	// it serves only the objects labelled with its shard, and applies
 	// children labelled so. nil: every object (and Standby, if set).

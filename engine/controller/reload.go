@@ -201,6 +201,9 @@ func (r *syncRound) serve(ctx context.Context, k *catalog.Kind, agreed *agreemen
 		delete(m.reported, k.Dir)
 		return
 	}
+	if !same && m.opts.Loaded != nil {
+		m.opts.Loaded(k)
+	}
 	if !same && m.opts.InstallCRD != nil && m.Leading() {
 		if err := m.opts.InstallCRD(ctx, k); err != nil {
 			r.failed(k.Dir, servedGK(), err, "Kind folder skipped: its CRD was not installed", "kind", gk.String(), "lastGoodVersionServed", cur != nil)

@@ -107,10 +107,68 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 		}
 	}
 
-	spec, status := k.ShortSchemas()
-	if spec == nil {
-		spec = &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
+	hubSpec, hubStatus, hubColumns := k.VersionSchemas(gvk.Version)
+	status, err := statusSchema(k, hubStatus)
+	if err != nil {
+		return nil, err
 	}
+	root := rootSchema(hubSpec, status)
+	if err := addValidation(root, k.Spec.Validation); err != nil {
+		return nil, fieldErr(err, "validation")
+	}
+	columns, err := printerColumns(root, hubColumns)
+	if err != nil {
+		return nil, fieldErr(err, "printerColumns")
+	}
+	scope := apiextensionsv1.NamespaceScoped
+	if k.Spec.Scope == string(apiextensionsv1.ClusterScoped) {
+		scope = apiextensionsv1.ClusterScoped
+	}
+	var versions []apiextensionsv1.CustomResourceDefinitionVersion
+	for _, v := range k.Versions() {
+		schema, cols := root, columns
+		if !v.Hub {
+			// Another version: its own short schema (spec free-form
+			// without one, status the hub's), its own columns or the
+			// hub's. kind.yaml's validation rules are the hub's: they
+			// name the hub's fields.
+			if schema, cols, err = versionSchema(k, v.Name, status, columns); err != nil {
+				return nil, err
+			}
+		}
+		cv := apiextensionsv1.CustomResourceDefinitionVersion{
+			Name:                     v.Name,
+			Served:                   v.Served,
+			Storage:                  v.Storage,
+			Deprecated:               v.Deprecated,
+			Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema},
+			Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			AdditionalPrinterColumns: cols,
+		}
+		if v.DeprecationWarning != "" {
+			cv.DeprecationWarning = ptr(v.DeprecationWarning)
+		}
+		versions = append(versions, cv)
+	}
+	c := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: names.Plural + "." + gvk.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group:    gvk.Group,
+			Names:    names,
+			Scope:    scope,
+			Versions: versions,
+		},
+	}
+	if len(versions) > 1 {
+		c.Spec.Conversion = webhookConversion()
+	}
+	return c, nil
+}
+
+// statusSchema completes a version's status schema (nil: an object
+// without fields) with what the engine writes on every kind.
+func statusSchema(k *catalog.Kind, status *apiextensionsv1.JSONSchemaProps) (*apiextensionsv1.JSONSchemaProps, error) {
 	if status == nil {
 		status = &apiextensionsv1.JSONSchemaProps{Type: "object"}
 	}
@@ -122,8 +180,16 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 	if err := addFormatStatus(k, status); err != nil {
 		return nil, err
 	}
+	return status, nil
+}
 
-	root := &apiextensionsv1.JSONSchemaProps{
+// rootSchema is the schema of an object of spec and status (spec nil:
+// free-form).
+func rootSchema(spec, status *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+	if spec == nil {
+		spec = &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
+	}
+	return &apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
@@ -133,34 +199,31 @@ func generate(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 			"status":     *status,
 		},
 	}
-	if err := addValidation(root, k.Spec.Validation); err != nil {
-		return nil, fieldErr(err, "validation")
+}
+
+// versionSchema is the schema and printer columns of version, not the
+// hub, from kind.yaml's versions: hubStatus and hubColumns where it gives
+// none.
+func versionSchema(k *catalog.Kind, version string, hubStatus *apiextensionsv1.JSONSchemaProps, hubColumns []apiextensionsv1.CustomResourceColumnDefinition) (*apiextensionsv1.JSONSchemaProps, []apiextensionsv1.CustomResourceColumnDefinition, error) {
+	at := fmt.Sprintf("versions[%d]", slices.IndexFunc(k.Spec.Versions, func(v catalog.VersionSpec) bool { return v.Name == version }))
+	spec, status, cols := k.VersionSchemas(version)
+	if status == nil {
+		status = hubStatus.DeepCopy()
+	} else {
+		var err error
+		if status, err = statusSchema(k, status); err != nil {
+			return nil, nil, fieldErr(err, at, "status")
+		}
 	}
-	columns, err := printerColumns(root, k.Spec.PrinterColumns)
+	root := rootSchema(spec, status)
+	if cols == nil {
+		return root, hubColumns, nil
+	}
+	columns, err := printerColumns(root, cols)
 	if err != nil {
-		return nil, fieldErr(err, "printerColumns")
+		return nil, nil, fieldErr(fmt.Errorf("%s.%w", at, err), at, "printerColumns")
 	}
-	scope := apiextensionsv1.NamespaceScoped
-	if k.Spec.Scope == string(apiextensionsv1.ClusterScoped) {
-		scope = apiextensionsv1.ClusterScoped
-	}
-	return &apiextensionsv1.CustomResourceDefinition{
-		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: names.Plural + "." + gvk.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: gvk.Group,
-			Names: names,
-			Scope: scope,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name:                     gvk.Version,
-				Served:                   true,
-				Storage:                  true,
-				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: root},
-				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: columns,
-			}},
-		},
-	}, nil
+	return root, columns, nil
 }
 
 // metadataFields are the fields of metadata a CRD schema may declare, and a

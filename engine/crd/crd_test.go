@@ -60,8 +60,8 @@ func TestGolden(t *testing.T) {
 	if len(warnings) > 0 {
 		t.Errorf("warnings: %v", warnings)
 	}
-	if len(files) != 4 {
-		t.Fatalf("got %d files, want 4", len(files))
+	if len(files) != 5 {
+		t.Fatalf("got %d files, want 5", len(files))
 	}
 	for _, f := range files {
 		t.Run(f.Folder, func(t *testing.T) {
@@ -139,7 +139,7 @@ spec:
 		{name: "no schema", files: map[string]string{"kind.yaml": kindHeader}, noSchema: true},
 		{name: "built-in kind", files: map[string]string{"kind.yaml": "apiVersion: v1\nkind: ConfigMap\n"}, noSchema: true},
 		{name: "schema of a built-in kind", files: map[string]string{"kind.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec: {a: string}\n"},
-			loadErr: "kind.yaml:2: spec, status, printerColumns, validation: Deployment is a built-in kind"},
+			loadErr: "kind.yaml:2: spec, status, printerColumns, validation, versions: Deployment is a built-in kind"},
 		{name: "bad scope", files: map[string]string{"kind.yaml": kindHeader + "scope: Global\n"}, loadErr: `kind.yaml:3: scope "Global": want Namespaced or Cluster`},
 		{name: "bad plural", files: map[string]string{"kind.yaml": kindHeader + "plural: Things\n"}, loadErr: `kind.yaml:3: plural "Things"`},
 		{name: "schema error at load", files: map[string]string{"kind.yaml": kindHeader + "spec:\n  ports:\n    - port: integer | minimun=1\n"},

@@ -8,8 +8,14 @@
 //
 // # What a generated CRD always has, and why
 //
-//   - One version, kind.yaml's, served and stored: a folder serves one
-//     version; conversion between versions is out of the operator's scope.
+//   - kind.yaml's version (the hub), served, and every version kind.yaml's
+//     versions lists, each with its own schema (spec free-form without
+//     one, status the hub's), printer columns, served, storage and
+//     deprecation (docs/versions.md). A CRD of several versions converts
+//     through the operator's webhook (spec.conversion, strategy Webhook),
+//     which renders the folder's conversion templates (engine/convert):
+//     the default Service (DefaultWebhookService) until whoever installs
+//     the CRD says where the operator is (SetConversionClient).
 //   - The status subresource: the engine writes .status through it, and a
 //     spec change then bumps metadata.generation, which observedGeneration
 //     reports on.
@@ -22,6 +28,7 @@
 //     shows at once whether each object is up, and why not.
 //
 // A folder with a crd.yaml gets that CRD instead, checked against kind.yaml
-// (group, kind, version, scope and plural must agree). A folder with
+// (group, kind, version, scope and plural must agree); one of several
+// versions converts through the operator's webhook, as a generated one. A folder with
 // neither has no CRD here: ErrNoSchema.
 package crd

@@ -48,15 +48,31 @@ func fromFile(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 	case c.Name != c.Spec.Names.Plural+"."+c.Spec.Group:
 		return nil, at(fmt.Errorf("metadata.name %q, want %s.%s", c.Name, c.Spec.Names.Plural, c.Spec.Group), "metadata", "name")
 	}
+	found := false
 	for i, v := range c.Spec.Versions {
 		if v.Name == gvk.Version {
 			if !v.Served {
 				return nil, at(fmt.Errorf("version %s, which kind.yaml names, is not served", v.Name), "spec", fmt.Sprintf("versions[%d]", i), "served")
 			}
-			return &c, nil
+			found = true
 		}
 	}
-	return nil, at(fmt.Errorf("no version %s, which kind.yaml names", gvk.Version), "spec", "versions")
+	if !found {
+		return nil, at(fmt.Errorf("no version %s, which kind.yaml names", gvk.Version), "spec", "versions")
+	}
+	if len(c.Spec.Versions) > 1 {
+		// The folder's conversion templates convert between them
+		// (catalog requires them), served by the operator's webhook.
+		switch conv := c.Spec.Conversion; {
+		case conv == nil || conv.Strategy == "":
+			c.Spec.Conversion = webhookConversion()
+		case conv.Strategy != apiextensionsv1.WebhookConverter:
+			return nil, at(fmt.Errorf("spec.conversion.strategy %s: the folder's conversion templates convert between its versions, served by the operator: remove spec.conversion", conv.Strategy), "spec", "conversion", "strategy")
+		case conv.Webhook == nil || conv.Webhook.ClientConfig == nil:
+			c.Spec.Conversion = webhookConversion()
+		}
+	}
+	return &c, nil
 }
 
 // oneDocument returns the only YAML document of data that is not blank,

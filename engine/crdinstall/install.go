@@ -47,6 +47,12 @@ type Installer struct {
 	none         error
 	// EstablishTimeout bounds the wait for Established; 0: DefaultEstablishTimeout.
 	EstablishTimeout time.Duration
+	// ConversionClient, when set, is where the API server calls the
+	// conversion webhook of a CRD of several versions (engine/webhook,
+	// served by this operator), with the CA bundle that verifies it: it
+	// replaces the clientConfig of the CRD's spec.conversion. Called at
+	// every Install, so that a rotated CA is injected by installing again.
+	ConversionClient func() *apiextensionsv1.WebhookClientConfig
 }
 
 // New returns an Installer that applies through client, as its field
@@ -97,6 +103,7 @@ func (i *Installer) Install(ctx context.Context, k *catalog.Kind) error {
 	if err := matches(next, k); err != nil {
 		return err
 	}
+	i.setConversionClient(next)
 	source := ""
 	switch {
 	case k.CRD == nil:
@@ -122,6 +129,25 @@ func (i *Installer) Install(ctx context.Context, k *catalog.Kind) error {
 		}
 		return i.waitEstablished(ctx, next.Name)
 	}
+}
+
+// setConversionClient points a CRD that converts with a webhook at
+// ConversionClient's, a copy: the CRD may be the folder's own.
+func (i *Installer) setConversionClient(c *apiextensionsv1.CustomResourceDefinition) {
+	conv := c.Spec.Conversion
+	if i.ConversionClient == nil || conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
+		return
+	}
+	cc := i.ConversionClient()
+	if cc == nil {
+		return
+	}
+	conv = conv.DeepCopy()
+	if conv.Webhook == nil {
+		conv.Webhook = &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}
+	}
+	conv.Webhook.ClientConfig = cc.DeepCopy()
+	c.Spec.Conversion = conv
 }
 
 // installOnce reads the live CRD, refuses it unless it is the operator's

@@ -1,10 +1,11 @@
 // Package kube is the one door from the engine to the API server. Every
 // cluster call of the engine and of each kind (mapping kinds to resources,
 // live reads and lists, server-side apply of children and status, deletes,
-// the informers' lists and watches, the inventory's ConfigMap, the kinds'
-// ServiceAccounts, the CRD installer's calls, the shard labels) goes
-// through a method of a Client, whose clients are private: no caller gets
-// a dynamic, metadata or typed client to call around it. A kind that
+// the informers' lists and watches, the inventory's ConfigMap, the
+// conversion webhook's Secret (secrets.go), the kinds' ServiceAccounts,
+// the CRD installer's calls, the shard labels) goes through a method of a
+// Client, whose clients are private: no caller gets a dynamic, metadata or
+// typed client to call around it. A kind that
 // impersonates its ServiceAccount has a Client of its own (Impersonating):
 // its identity is one field of the door, and the pipeline does not change.
 //

@@ -62,9 +62,47 @@ const (
 	// ChartArchive is a packaged chart (`*.tgz`), the form a chart takes
 	// in a ConfigMap, whose keys cannot hold its sub-folders.
 	ChartArchive
+	// Conversion files (`convert.<from>.<to>.yaml`) render an object of
+	// the kind's version <from> at version <to> (engine/convert). They
+	// are templates, but never children: render.Parse leaves them out of
+	// a folder's Set, and engine/convert parses them as a Set of their own.
+	Conversion
 )
 
-// Template reports whether files of role r are parsed as templates.
+// conversionPrefix and conversionSuffix frame a conversion file's name.
+const (
+	conversionPrefix = "convert."
+	conversionSuffix = ".yaml"
+)
+
+// ConversionFile is the name of the template that converts an object of
+// the kind's version from to version to: convert.<from>.<to>.yaml.
+func ConversionFile(from, to string) string {
+	return conversionPrefix + from + "." + to + conversionSuffix
+}
+
+// ParseConversion reads the versions of a conversion file's name
+// (ConversionFile); ok is false for any other name. A version is a
+// DNS-1035 label, so it holds no dot: a name with another number of dots
+// is not a conversion (a child template named convert.yaml stays one).
+func ParseConversion(name string) (from, to string, ok bool) {
+	rest, found := strings.CutPrefix(name, conversionPrefix)
+	if !found {
+		return "", "", false
+	}
+	if rest, found = strings.CutSuffix(rest, conversionSuffix); !found {
+		return "", "", false
+	}
+	from, to, found = strings.Cut(rest, ".")
+	if !found || from == "" || to == "" || strings.Contains(to, ".") {
+		return "", "", false
+	}
+	return from, to, true
+}
+
+// Template reports whether files of role r are parsed as templates of the
+// folder's Set (render.Parse): a conversion is a template too, but of a Set
+// of its own (engine/convert), so it is not one of these.
 func (r Role) Template() bool { return r == Helper || r == Child || r == Status }
 
 func (r Role) String() string {
@@ -83,6 +121,8 @@ func (r Role) String() string {
 		return "chart"
 	case ChartArchive:
 		return "chart archive"
+	case Conversion:
+		return "conversion"
 	}
 	return "ignored"
 }
@@ -105,6 +145,9 @@ func RoleOf(name string) Role {
 		return Status
 	case name == ChartFile:
 		return Chart
+	}
+	if _, _, ok := ParseConversion(name); ok {
+		return Conversion
 	}
 	switch path.Ext(name) {
 	case ".tgz":
@@ -177,6 +220,17 @@ func (f Files) Templates() map[string]string {
 	out := make(map[string]string, len(f))
 	for name, data := range f {
 		if RoleOf(name).Template() {
+			out[name] = string(data)
+		}
+	}
+	return out
+}
+
+// Conversions returns the text of the conversion templates, by name.
+func (f Files) Conversions() map[string]string {
+	out := map[string]string{}
+	for name, data := range f {
+		if RoleOf(name) == Conversion {
 			out[name] = string(data)
 		}
 	}

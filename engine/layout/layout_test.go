@@ -22,11 +22,47 @@ func TestRoleOf(t *testing.T) {
 		"sub/child.yaml":   Ignored,
 		"":                 Ignored,
 		"values.json":      Ignored,
+		// A conversion is a template of its own Set, never a child.
+		"convert.v1alpha1.v1.yaml": Conversion,
+		"convert.v1.v1beta2.yaml":  Conversion,
+		"convert.yaml":             Child, // no versions: a child named so
+		"convert.v1.yaml":          Child, // one version: not a conversion
+		"convert.a.b.c.yaml":       Child, // a version has no dot
+		"convert..v1.yaml":         Child,
+		"convert.v1alpha1.v1.yml":  Child, // conversions are .yaml only
+		"_convert.v1.v2.yaml":      Helper,
 	}
 	for name, want := range cases {
 		if got := RoleOf(name); got != want {
 			t.Errorf("RoleOf(%q) = %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestConversionFile: ConversionFile and ParseConversion are inverses, and
+// the file is a Conversion, never a template of the folder's Set.
+func TestConversionFile(t *testing.T) {
+	for _, tc := range [][2]string{{"v1alpha1", "v1"}, {"v1", "v1alpha1"}, {"v2beta3", "v10"}} {
+		name := ConversionFile(tc[0], tc[1])
+		from, to, ok := ParseConversion(name)
+		if !ok || from != tc[0] || to != tc[1] {
+			t.Errorf("ParseConversion(%q) = %q, %q, %v, want %q, %q", name, from, to, ok, tc[0], tc[1])
+		}
+		if r := RoleOf(name); r != Conversion || r.Template() {
+			t.Errorf("RoleOf(%q) = %s (template %v), want a conversion, not a template of the Set", name, r, r.Template())
+		}
+	}
+	for _, name := range []string{"convert.yaml", "convert.v1.yaml", "convert.a.b.c.yaml", "x.v1.v2.yaml", "convert.v1.v2.yml", "convert..v2.yaml"} {
+		if _, _, ok := ParseConversion(name); ok {
+			t.Errorf("ParseConversion(%q) ok, want not a conversion", name)
+		}
+	}
+	files := Files{"convert.v1.v2.yaml": []byte("c"), "a.yaml": []byte("a"), "kind.yaml": []byte("k")}
+	if c := files.Conversions(); len(c) != 1 || c["convert.v1.v2.yaml"] != "c" {
+		t.Errorf("Conversions() = %v, want convert.v1.v2.yaml alone", c)
+	}
+	if tmpl := files.Templates(); len(tmpl) != 1 || tmpl["a.yaml"] != "a" {
+		t.Errorf("Templates() = %v, want a.yaml alone", tmpl)
 	}
 }
 

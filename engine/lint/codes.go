@@ -24,6 +24,7 @@ const (
 	CodeRenderFailed     = "LNT101" // a render fails against a sample
 	CodeBudget           = "LNT102" // a render exceeds its budget
 	CodeNondeterministic = "LNT103" // a child renders differently every time
+	CodeConversion       = "LNT104" // a conversion between the kind's versions fails or does not round-trip
 
 	CodeManifest       = "LNT200" // a child the API server would refuse: no apiVersion, kind or name; labels not strings
 	CodeNotYAML        = "LNT201" // a child template's output is not YAML mappings
@@ -77,6 +78,7 @@ var Codes = []CodeInfo{
 	{CodeRenderFailed, Error, "a render fails against a sample"},
 	{CodeBudget, Error, "a render exceeds its budget"},
 	{CodeNondeterministic, Info, "a child renders differently every time"},
+	{CodeConversion, Error, "a conversion fails or does not round-trip"},
 
 	{CodeManifest, Error, "a child without apiVersion, kind or metadata.name"},
 	{CodeNotYAML, Error, "a child template's output is not YAML mappings"},

@@ -134,7 +134,7 @@ func match(folders []*folder, obj *unstructured.Unstructured) (*folder, string) 
 		if k.GVK.GroupKind() != gvk.GroupKind() {
 			continue
 		}
-		if k.Spec.APIVersion != obj.GetAPIVersion() {
+		if k.Spec.APIVersion != obj.GetAPIVersion() && (k.Converter() == nil || !f.servedVersion(gvk.Version)) {
 			return nil, fmt.Sprintf("%s %q is %s, but %s watches %s: not rendered", obj.GetKind(), obj.GetName(), obj.GetAPIVersion(), path(f.dir), k.Spec.APIVersion)
 		}
 		if sel := k.ObjectSelector(); sel != "" {
@@ -193,9 +193,22 @@ func (f *folder) lint(ctx context.Context, samples []sample, o Options, namespac
 	}
 	r := renderer{f: f, crd: crd, namespaced: namespaced, now: o.Now}
 	out = append(out, r.render(ctx, f.parent(empty, parentNamespaced), "rendered against an empty spec", true)...)
+	out = append(out, f.roundTrips(ctx, f.parent(empty.DeepCopy(), parentNamespaced).Object, "rendered against an empty spec", true)...)
 	for _, s := range samples {
 		what := fmt.Sprintf("sample %s", s.where())
-		out = append(out, r.render(ctx, f.parent(s.obj.DeepCopy(), parentNamespaced), what, false)...)
+		obj := f.parent(s.obj.DeepCopy(), parentNamespaced)
+		if obj.GetAPIVersion() != k.Spec.APIVersion {
+			// Written at another version: the operator reads it at the
+			// hub, converted by the folder's templates.
+			hub, fs := f.toHub(ctx, sample{file: s.file, line: s.line, obj: obj})
+			out = append(out, fs...)
+			if hub == nil {
+				continue
+			}
+			obj = hub
+		}
+		out = append(out, r.render(ctx, obj, what, false)...)
+		out = append(out, f.roundTrips(ctx, obj.Object, what, false)...)
 	}
 	return once(out)
 }

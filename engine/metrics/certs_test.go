@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,48 +16,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmplop/operator/engine/certwatch"
+
+	"github.com/tmplop/operator/internal/testsupport/certtest"
 )
-
-// testCert returns a certificate for localhost and its key, in PEM.
-func testCert(t *testing.T, name string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})
-}
-
-// writeFiles writes files into dir, each replaced by a rename as an editor
-// or cert-manager's csi driver would.
-func writeFiles(t *testing.T, dir string, files map[string][]byte) {
-	t.Helper()
-	for name, b := range files {
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // servedCert is the CommonName of the certificate served at addr.
 func servedCert(t *testing.T, addr net.Addr) string {
@@ -92,20 +54,20 @@ func eventuallyServes(t *testing.T, addr net.Addr, want string) {
 // that do not hold a certificate and its key keep the previous one.
 func TestCertDirReload(t *testing.T) {
 	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
+	c1, k1 := certtest.Cert(t, "first")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
 	s := serve(t, secureOptions(t, newFakeReviews(), dir))
 	if got := servedCert(t, s.MetricsAddr); got != "first" {
 		t.Fatalf("serving %q, want first", got)
 	}
 
-	c2, k2 := testCert(t, "second")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
+	c2, k2 := certtest.Cert(t, "second")
+	certtest.WriteFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
 	eventuallyServes(t, s.MetricsAddr, "second")
 
 	// Not a certificate: the second stays.
-	writeFiles(t, dir, map[string][]byte{CertFile: []byte("not a certificate")})
-	time.Sleep(3 * certDebounce)
+	certtest.WriteFiles(t, dir, map[string][]byte{CertFile: []byte("not a certificate")})
+	time.Sleep(3 * certwatch.Debounce)
 	if got := servedCert(t, s.MetricsAddr); got != "second" {
 		t.Fatalf("serving %q after a broken write, want second", got)
 	}
@@ -113,11 +75,11 @@ func TestCertDirReload(t *testing.T) {
 	// A Secret's volume: tls.crt -> ..data/tls.crt, ..data -> a dated
 	// directory, replaced by renaming a new link over it.
 	secret := t.TempDir()
-	c3, k3 := testCert(t, "third")
+	c3, k3 := certtest.Cert(t, "third")
 	if err := os.Mkdir(filepath.Join(secret, "..2026_01_01"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, filepath.Join(secret, "..2026_01_01"), map[string][]byte{CertFile: c3, KeyFile: k3})
+	certtest.WriteFiles(t, filepath.Join(secret, "..2026_01_01"), map[string][]byte{CertFile: c3, KeyFile: k3})
 	for _, l := range [][2]string{{"..2026_01_01", "..data"}, {"..data/" + CertFile, CertFile}, {"..data/" + KeyFile, KeyFile}} {
 		if err := os.Symlink(l[0], filepath.Join(secret, l[1])); err != nil {
 			t.Fatal(err)
@@ -127,11 +89,11 @@ func TestCertDirReload(t *testing.T) {
 	if got := servedCert(t, s2.MetricsAddr); got != "third" {
 		t.Fatalf("serving %q, want third", got)
 	}
-	c4, k4 := testCert(t, "fourth")
+	c4, k4 := certtest.Cert(t, "fourth")
 	if err := os.Mkdir(filepath.Join(secret, "..2026_02_01"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, filepath.Join(secret, "..2026_02_01"), map[string][]byte{CertFile: c4, KeyFile: k4})
+	certtest.WriteFiles(t, filepath.Join(secret, "..2026_02_01"), map[string][]byte{CertFile: c4, KeyFile: k4})
 	if err := os.Symlink("..2026_02_01", filepath.Join(secret, "..data_tmp")); err != nil {
 		t.Fatal(err)
 	}
@@ -141,34 +103,9 @@ func TestCertDirReload(t *testing.T) {
 	eventuallyServes(t, s2.MetricsAddr, "fourth")
 }
 
-// TestCertificateReloadPolls: without file events (a volume that sends
-// none), a change is read at the next poll.
-func TestCertificateReloadPolls(t *testing.T) {
-	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
-	c, err := loadCertificate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2, k2 := testCert(t, "second")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k2, CertFile: c2})
-	if changed, err := c.reload(); err != nil || !changed {
-		t.Fatalf("reload: changed %v, %v", changed, err)
-	}
-	if changed, err := c.reload(); err != nil || changed {
-		t.Fatalf("reload of the same files: changed %v, %v", changed, err)
-	}
-	cert, _ := c.getCertificate(nil)
-	x, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil || x.Subject.CommonName != "second" {
-		t.Fatalf("serving %v %v, want second", x.Subject.CommonName, err)
-	}
-}
-
 func TestCertDirErrors(t *testing.T) {
-	c, k := testCert(t, "c")
-	_, otherKey := testCert(t, "other")
+	c, k := certtest.Cert(t, "c")
+	_, otherKey := certtest.Cert(t, "other")
 	cases := []struct {
 		name  string
 		files map[string][]byte
@@ -182,7 +119,7 @@ func TestCertDirErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, tc.files)
+			certtest.WriteFiles(t, dir, tc.files)
 			opts := secureOptions(t, newFakeReviews(), dir)
 			s, err := Serve(t.Context(), opts)
 			if err == nil {
@@ -229,26 +166,6 @@ func TestSelfSignedCertificate(t *testing.T) {
 	cert2, _ := c2.getCertificate(nil)
 	if bytes.Equal(cert.Certificate[0], cert2.Certificate[0]) {
 		t.Error("two self-signed certificates are the same")
-	}
-}
-
-// TestCertWatchStops: the watch ends with the context.
-func TestCertWatchStops(t *testing.T) {
-	dir := t.TempDir()
-	c1, k1 := testCert(t, "first")
-	writeFiles(t, dir, map[string][]byte{KeyFile: k1, CertFile: c1})
-	c, err := loadCertificate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { c.watch(ctx, nil); close(done) }()
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not stop")
 	}
 }
 
@@ -300,7 +217,7 @@ func TestCertDirVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string][]byte{
+	certtest.WriteFiles(t, dir, map[string][]byte{
 		CertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		KeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: sec1}),
 		"ca.crt": caPEM,

@@ -14,7 +14,7 @@
 //   - Serve /metrics, and /healthz and /readyz (503 with what is not synced
 //     until every kind has listed its objects), and shut down with the run.
 //   - Serve /metrics over HTTPS (TLS 1.2 or later, HTTP/1.1) with the
-//     certificate of a directory, read again when it changes, or a
+//     certificate of a directory, read again when it changes (engine/certwatch), or a
 //     self-signed one; only to bearer tokens whose user may get the
 //     non-resource URL /metrics: a Guard asks the API server (TokenReview,
 //     then SubjectAccessReview) and caches its answers for a short while,

@@ -263,11 +263,13 @@ func Install() {
 // NewRegistry returns a registry of its own (not Prometheus's global one)
 // with the Go and process collectors, the counters of src's kinds, the
 // reconcile and render durations, client-go's workqueue and REST
-// client metrics, and what the Guards refused (operator_metrics_auth_*).
+// client metrics, what the Guards refused (operator_metrics_auth_*) and
+// the conversion webhook's reviews (operator_conversion_*) and the
+// storage migrations (operator_storage_migration*).
 // It calls Install.
 func NewRegistry(src Source) *prometheus.Registry {
 	Install()
-	return newRegistry(src, defaultEngine, defaultWorkqueue, defaultREST, defaultAuth)
+	return newRegistry(src, defaultEngine, defaultWorkqueue, defaultREST, defaultAuth, defaultConversion, defaultMigration)
 }
 
 func newRegistry(src Source, cs ...prometheus.Collector) *prometheus.Registry {

@@ -120,7 +120,7 @@ func Serve(ctx context.Context, opts ServeOptions) (*Server, error) {
 			s.ProbeAddr = ln.Addr()
 		}
 	}
-	if cert != nil && cert.dir != "" {
+	if cert != nil && cert.files != nil {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -35,6 +35,11 @@ type Policy struct {
 	// parent (a chart's helm.sh/resource-policy: keep, catalog.Kind.Kept);
 	// nil: none is.
 	Kept func(child metav1.Object) bool
+	// OwnerAPIVersion is the apiVersion of the controller reference
+	// written on each child (catalog.Kind.OwnerAPIVersion); "": the
+	// parent's. A kind of several versions names one that does not move
+	// when the hub moves, so that a new version rewrites no child.
+	OwnerAPIVersion string
 }
 
 // OutsideError is a child the parent may not have: outside its namespace
@@ -118,7 +123,7 @@ func Adopt(parent, child *unstructured.Unstructured, namespaced bool, file strin
 	kept := pol.Kept != nil && pol.Kept(child)
 	owned := (pns == "" || !outside) && !kept
 	if owned {
-		if err := setController(parent, child); err != nil {
+		if err := setController(parent, child, pol.OwnerAPIVersion); err != nil {
 			return false, fmt.Errorf("%s: %w", id, err)
 		}
 	}
@@ -158,8 +163,11 @@ func Hash(child *unstructured.Unstructured) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-func setController(parent, child *unstructured.Unstructured) error {
+func setController(parent, child *unstructured.Unstructured, apiVersion string) error {
 	ref := controllerRef(parent)
+	if apiVersion != "" {
+		ref.APIVersion = apiVersion
+	}
 	refs := child.GetOwnerReferences()
 	for i, r := range refs {
 		if r.UID == ref.UID {

@@ -243,3 +243,27 @@ func TestClaim(t *testing.T) {
 func releaseOf(name, namespace string) map[string]string {
 	return map[string]string{AnnotationHelmReleaseName: name, AnnotationHelmReleaseNamespace: namespace}
 }
+
+// TestAdoptOwnerAPIVersion: the controller reference names the version the
+// policy says, not the parent's (read at the kind's hub), so that a child
+// rendered for a parent read at v1 is the same child, hash included, as
+// one rendered for it at v1alpha1: moving the hub rewrites no child.
+func TestAdoptOwnerAPIVersion(t *testing.T) {
+	adopt := func(parentVersion, owner string) (metav1.OwnerReference, string) {
+		parent := obj("cache.example.com/"+parentVersion, "Memcached", "team-a", "mc")
+		parent.SetUID("uid-1")
+		c := obj("v1", "ConfigMap", "", "c")
+		if _, err := Adopt(parent, c, true, "t.yaml", Policy{Manager: "op", OwnerAPIVersion: owner}); err != nil {
+			t.Fatal(err)
+		}
+		return c.GetOwnerReferences()[0], c.GetAnnotations()[AnnotationHash]
+	}
+	old, oldHash := adopt("v1alpha1", "")
+	moved, movedHash := adopt("v1", "cache.example.com/v1alpha1")
+	if old.APIVersion != "cache.example.com/v1alpha1" || moved.APIVersion != old.APIVersion || movedHash != oldHash {
+		t.Errorf("owner %s (hash %s) after the hub moved, %s (hash %s) before", moved.APIVersion, movedHash, old.APIVersion, oldHash)
+	}
+	if parentRef, _ := adopt("v1", ""); parentRef.APIVersion != "cache.example.com/v1" {
+		t.Errorf("no OwnerAPIVersion: owner %s, want the parent's", parentRef.APIVersion)
+	}
+}

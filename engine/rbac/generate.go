@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,7 +74,7 @@ func (o *Options) warn(msg string) {
 
 // addCRDs grants `run --install-crds` its calls on the folders' own CRDs.
 func addCRDs(g *grants, folders []*Folder) error {
-	var names, from []string
+	var names, from, migrated []string
 	var errs []error
 	for _, f := range folders {
 		c, err := crdgen.ForKind(f.Kind)
@@ -86,6 +87,11 @@ func addCRDs(g *grants, folders []*Folder) error {
 		}
 		names = append(names, c.Name)
 		from = append(from, f.Kind.Name)
+		if f.Kind.Converter() != nil {
+			// The storage migration (engine/migrate) writes the objects back
+			// and prunes the CRD's storedVersions.
+			migrated = append(migrated, c.Name)
+		}
 	}
 	if len(names) == 0 {
 		return errors.Join(errs...)
@@ -97,6 +103,13 @@ func addCRDs(g *grants, folders []*Folder) error {
 		Verbs: []string{"get", "patch"}, ResourceNames: names})
 	g.namesWhy = append(g.namesWhy, fmt.Sprintf("apiextensions.k8s.io/customresourcedefinitions %s [get patch]: run --install-crds, the CRDs of %s",
 		strings.Join(names, ","), strings.Join(from, ", ")))
+	if len(migrated) > 0 {
+		sort.Strings(migrated)
+		g.names = append(g.names, rbacv1.PolicyRule{APIGroups: []string{crds.Group}, Resources: []string{crds.Resource + "/status"},
+			Verbs: []string{"get", "update"}, ResourceNames: migrated})
+		g.namesWhy = append(g.namesWhy, fmt.Sprintf("apiextensions.k8s.io/customresourcedefinitions/status %s [get update]: run --install-crds, the storage migration prunes storedVersions",
+			strings.Join(migrated, ",")))
+	}
 	return errors.Join(errs...)
 }
 
@@ -309,6 +322,11 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 		if err := addCRDs(p.cluster, folders); err != nil {
 			o.warn(err.Error())
 		}
+	}
+	if slices.ContainsFunc(folders, func(f *Folder) bool { return f.Kind.Converter() != nil }) {
+		p.own.add(schema.GroupResource{Resource: "secrets"}, whyOwn,
+			"run --webhook-bind-address: the conversion webhook's CA and certificate, made once and kept in a Secret that every replica serves",
+			"get", "list", "watch", "create", "update")
 	}
 	if def := o.DefaultServiceAccount; def != "" {
 		// Impersonated, and so the identity of every kind no account

@@ -178,6 +178,11 @@ func addKind(g *grants, f *Folder, res *Resources) {
 	k, who := f.Kind, f.Kind.Name
 	kind := res.Resource(k.GVK.GroupKind())
 	g.add(kind, whyKind, who, verbsKind...)
+	if k.Converter() != nil {
+		// Its storage migration writes each object back as it was read
+		// (engine/migrate): an update, not an apply.
+		g.add(kind, whyKind, who, "update")
+	}
 	if !k.BuiltIn() {
 		// The operator never writes the status of a built-in kind.
 		g.add(subresource(kind, "status"), whyStatus, who, verbsStatus...)

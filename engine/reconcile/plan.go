@@ -227,6 +227,7 @@ func Adopt(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manif
 func (plan *Plan) adopt(kind *catalog.Kind, obj *unstructured.Unstructured, ms []render.Manifest, scope ownership.Scope, pol ownership.Policy) ([]Child, []AdoptProblem, error) {
 	pol.AllowOutside = kind.Spec.AllowClusterScoped
 	pol.Kept = kind.Kept
+	pol.OwnerAPIVersion = kind.OwnerAPIVersion()
 	for _, m := range ms {
 		if crd, ok := definedKind(m.Object); ok {
 			if plan.crds == nil {

@@ -190,14 +190,18 @@ func stringMap(meta map[string]any, field string) string {
 }
 
 // decodeStatus decodes status.yaml's output: one mapping, or nothing.
-func decodeStatus(out []byte) (map[string]any, error) {
+func decodeStatus(out []byte) (map[string]any, error) { return decodeSingle(statusFile, out) }
+
+// decodeSingle decodes the output of file that must be one mapping, or
+// nothing: status.yaml's, a conversion's (Set.Document).
+func decodeSingle(file string, out []byte) (map[string]any, error) {
 	var found *Document
 	for _, doc := range SplitDocuments(out) {
 		if Blank(doc.Text) {
 			continue
 		}
 		if found != nil {
-			return nil, &Error{Template: statusFile, Message: "must render a single YAML mapping, got several documents"}
+			return nil, &Error{Template: file, Message: "must render a single YAML mapping, got several documents"}
 		}
 		found = &doc
 	}
@@ -206,7 +210,7 @@ func decodeStatus(out []byte) (map[string]any, error) {
 	}
 	v, err := decodeYAML(*found)
 	if err != nil {
-		return nil, &Error{Template: statusFile, Message: err.Error()}
+		return nil, &Error{Template: file, Message: err.Error()}
 	}
 	switch v := v.(type) {
 	case nil:
@@ -214,7 +218,7 @@ func decodeStatus(out []byte) (map[string]any, error) {
 	case map[string]any:
 		return v, nil
 	default:
-		return nil, &Error{Template: statusFile, Message: "must render a YAML mapping, got " + describe(v)}
+		return nil, &Error{Template: file, Message: "must render a YAML mapping, got " + describe(v)}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,27 +28,17 @@ import (
 // kube-apiserver: Leases need nothing else), started by the first test that
 // needs it, so that the package's unit tests and benchmarks run without
 // one.
-var plane struct {
-	once sync.Once
-	env  *cluster.Cluster
-	err  error
-}
+var plane cluster.Lazy
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if plane.env != nil {
-		plane.env.Stop()
-	}
+	plane.Stop()
 	os.Exit(code)
 }
 
 func controlPlane(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	plane.once.Do(func() { plane.env, plane.err = cluster.StartWith(cluster.Options{Minimal: true}) })
-	if plane.err != nil {
-		t.Fatalf("test cluster: %v", plane.err)
-	}
-	return plane.env
+	return plane.Get(t)
 }
 
 // The durations of these tests: short, in the proportions of Kubernetes'

@@ -24,8 +24,6 @@ import (
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/chart"
 	"github.com/tmplop/operator/engine/controller"
-	"github.com/tmplop/operator/engine/crd"
-	"github.com/tmplop/operator/engine/crdinstall"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
@@ -54,6 +52,7 @@ type runFlags struct {
 	leader         leaderFlags
 	shard          shardFlags
 	serve          serveFlags
+	webhook        webhookFlags
 }
 
 // NewRunCommand runs the operator until SIGINT or SIGTERM.
@@ -100,6 +99,7 @@ func NewRunCommand() *cobra.Command {
 	addLeaderFlags(fl, &f.leader)
 	addShardFlags(fl, &f.shard)
 	addServeFlags(fl, &f.serve)
+	addWebhookFlags(fl, &f.webhook)
 	return cmd
 }
 
@@ -174,9 +174,26 @@ func run(cmd *cobra.Command, f *runFlags) error {
 		// Left after the drain below (defers run after it).
 		defer ring.leave()
 	}
-	mgr, err := newManager(ctx, client, recorder, ring, f)
+	// The conversion webhook serves before any folder loads: a CRD of
+	// several versions names it as soon as it is installed.
+	conv := newConverters(f.budget)
+	wh, err := startWebhook(ctx, f.webhook, client, f.stateNamespace, conv)
 	if err != nil {
 		return err
+	}
+	if wh != nil {
+		defer wh.server.Stop()
+	}
+	var installer *versionedInstaller
+	if f.installCRDs {
+		installer = newVersionedInstaller(ctx, client, recorder, wh, f.webhook.migrationRate)
+	}
+	mgr, err := newManager(ctx, client, recorder, ring, f, conv, installer)
+	if err != nil {
+		return err
+	}
+	if installer != nil {
+		go installer.reinjectCA(ctx, conv, mgr.Leading)
 	}
 	stopServing, err := startServing(ctx, cfg, f.serve, mgr)
 	if err != nil {
@@ -235,10 +252,10 @@ func connect(f *runFlags) (*rest.Config, *kube.Client, error) {
 
 // newManager is the Manager of the run's flags, with the CRD installer of
 // --install-crds.
-func newManager(ctx context.Context, client *kube.Client, recorder record.EventRecorder, ring *sharding, f *runFlags) (*controller.Manager, error) {
+func newManager(ctx context.Context, client *kube.Client, recorder record.EventRecorder, ring *sharding, f *runFlags, conv *converters, installer *versionedInstaller) (*controller.Manager, error) {
 	var installCRD func(context.Context, *catalog.Kind) error
-	if f.installCRDs {
-		installCRD = crdinstall.New(client, crd.ForKind, crd.ErrNoSchema).Install
+	if installer != nil {
+		installCRD = installer.install
 	}
 	if f.defaultAccount != "" {
 		if errs := validation.IsDNS1123Subdomain(f.defaultAccount); len(errs) > 0 {
@@ -256,7 +273,7 @@ func newManager(ctx context.Context, client *kube.Client, recorder record.EventR
 		FieldManager: f.fieldManager, Namespace: f.namespace, StateNamespace: f.stateNamespace, Recorder: recorder,
 		Protected: protectedNamespaces(f), DefaultServiceAccount: f.defaultAccount,
 		Budget: f.budget, FolderLimits: f.folderLimits, MinRequeue: f.minRequeue, DrainTimeout: f.drainTimeout, PruneConfirmDelay: f.pruneDelay,
-		Standby: f.leader.enabled, InstallCRD: installCRD, Sharding: sharded,
+		Standby: f.leader.enabled, InstallCRD: installCRD, Loaded: conv.loaded, Sharding: sharded,
 	})
 }
 

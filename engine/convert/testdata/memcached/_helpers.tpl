@@ -1,0 +1,1 @@
+{{- define "memcached.unused" }}helpers are shared with the conversions{{ end }}
