@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func (c converters) Converter(gk schema.GroupKind) Converter { return c[gk] }
 // spec.replicas (v1alpha1 -> v1) or back; it counts its calls. A name in
 // fail makes it fail at that object with an indexed error.
 type renameConverter struct {
-	calls int
+	calls atomic.Int64 // servers call it from several connections
 	fail  string
 	bare  bool // fail with an error that does not name the object
 }
@@ -45,7 +46,7 @@ func (e indexedErr) Error() string    { return e.err.Error() }
 func (e indexedErr) ObjectIndex() int { return e.i }
 
 func (c *renameConverter) ConvertList(_ context.Context, objs []map[string]any, to string) ([]map[string]any, error) {
-	c.calls++
+	c.calls.Add(1)
 	out := make([]map[string]any, len(objs))
 	for i, o := range objs {
 		if c.fail != "" && objectName(o) == c.fail {
@@ -173,7 +174,8 @@ func TestConvertReview(t *testing.T) {
 			obs := &observed{}
 			h := NewHandler(converters{memcached: conv}, tc.maxBody, obs)
 			for _, chunked := range []bool{false, true} {
-				obs.calls, conv.calls = nil, 0
+				obs.calls = nil
+				conv.calls.Store(0)
 				req := httptest.NewRequest(http.MethodPost, ConvertPath, bytes.NewReader(tc.body))
 				if chunked {
 					req.ContentLength = -1 // the limit holds without a Content-Length too
@@ -221,8 +223,8 @@ func TestConvertReview(t *testing.T) {
 						t.Errorf("message %q does not contain %q", msg, want)
 					}
 				}
-				if conv.calls != tc.wantCalls {
-					t.Errorf("%d ConvertList calls, want %d", conv.calls, tc.wantCalls)
+				if conv.calls.Load() != int64(tc.wantCalls) {
+					t.Errorf("%d ConvertList calls, want %d", conv.calls.Load(), tc.wantCalls)
 				}
 				if len(obs.calls) != 1 || obs.calls[0] != tc.wantObserve {
 					t.Errorf("observed %q, want [%q]", obs.calls, tc.wantObserve)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,8 +34,10 @@ var (
 // storage version, with its conversion templates, served by the operator's
 // webhook, which the API server calls. Every object then reads at both
 // versions, new objects may be written at either, the stored objects are
-// migrated and storedVersions pruned, and not one child is written. Then
-// v1alpha1 stops being served.
+// migrated and storedVersions pruned, and not one child is written. With
+// the operator stopped, a read at v1alpha1 is the API server's clear error
+// (and v1, the storage version, still reads); started again, on another
+// port, it serves v1alpha1 again. Then v1alpha1 stops being served.
 func TestVersions(t *testing.T) {
 	ctx := context.Background()
 	const crdName = "memcacheds.cache.example.com"
@@ -48,8 +51,9 @@ func TestVersions(t *testing.T) {
 	if err := os.CopyFS(folder, os.DirFS(filepath.Join(env.RepoRoot(), "templates", "memcached"))); err != nil {
 		t.Fatal(err)
 	}
-	op := harness.StartOperator(t, bin, "run", "--kubeconfig", env.Kubeconfig, "--templates", templates, "--install-crds",
-		"--namespace", ns, "--state-namespace", ns, "--field-manager", "author-versions", "--webhook-bind-address", "127.0.0.1:0")
+	args := []string{"run", "--kubeconfig", env.Kubeconfig, "--templates", templates, "--install-crds",
+		"--namespace", ns, "--state-namespace", ns, "--field-manager", "author-versions", "--webhook-bind-address", "127.0.0.1:0"}
+	op := harness.StartOperator(t, bin, args...)
 	liveWaitOutput(t, op, 60*time.Second, "Serving kind")
 
 	t.Log("Memcached objects at v1alpha1, each with its Deployment")
@@ -114,6 +118,30 @@ func TestVersions(t *testing.T) {
 			t.Errorf("Deployment %s written:\n now %s\n was %s", name, after[name], was)
 		}
 	}
+
+	t.Log("the operator stopped: a read at v1alpha1 fails with the API server's clear error; served again once it is back")
+	if err := op.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := op.Wait(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, err := env.Resource(memcachedsV1alpha1, ns).Get(ctx, "m0", metav1.GetOptions{})
+	if err == nil || !strings.Contains(err.Error(), "conversion webhook") {
+		t.Errorf("read at v1alpha1 with the webhook down: %v, want the API server's conversion webhook error", err)
+	} else {
+		t.Logf("with the webhook down: %v", err)
+	}
+	versionsGet(t, memcachedsV1, ns, "m0") // stored at v1: no conversion
+	op = harness.StartOperator(t, bin, args...)
+	cluster.Eventually(t, 60*time.Second, "v1alpha1 served again", func(ctx context.Context) (bool, error) {
+		u, err := env.Resource(memcachedsV1alpha1, ns).Get(ctx, "m0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
+		return size == 1, fmt.Errorf("spec.size %d", size)
+	})
 
 	t.Log("v1alpha1 stops being served")
 	kindYAML := filepath.Join(folder, "kind.yaml")
