@@ -370,7 +370,11 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 	}
 	k.childKinds = sync.OnceValues(k.analyzeChildKinds)
 	var fromCRD []Version
-	if hasCRD {
+	if hasCRD && len(files.Conversions()) > 0 {
+		// A crd.yaml of several versions and no conversion templates is
+		// as it was before folders had versions: its own conversion (None:
+		// the API server rewrites apiVersion alone), and the kind the hub
+		// alone. Its templates make it a kind of several versions.
 		fromCRD = crdVersions(crd)
 	}
 	k.versions = versionsOf(spec, fromCRD)

@@ -58,6 +58,7 @@ func TestConversion(t *testing.T) {
 		webhook  bool
 		err      string
 		versions []string
+		none     bool // the crd.yaml's conversion None kept; the kind of one version
 	}{
 		{name: "one version", files: map[string]string{"kind.yaml": kindHeader + "spec: {a: string}\n"}, versions: []string{"v1"}},
 		{name: "generated", files: files(map[string]string{"kind.yaml": kindHeader + "spec: {a: string}\nversions: [{name: v1alpha1}]\n"}), webhook: true, versions: []string{"v1", "v1alpha1"}},
@@ -65,6 +66,10 @@ func TestConversion(t *testing.T) {
 		{name: "crd.yaml with its webhook", files: files(map[string]string{"kind.yaml": kindHeader, "crd.yaml": twoVersions("  conversion:\n    strategy: Webhook\n")}), webhook: true, versions: []string{"v1alpha1", "v1"}},
 		{name: "crd.yaml without conversion", files: files(map[string]string{"kind.yaml": kindHeader, "crd.yaml": twoVersions("  conversion:\n    strategy: None\n")}),
 			err: "crd.yaml:9: spec.conversion.strategy None: the folder's conversion templates convert between its versions"},
+		// As before folders had versions: no templates, the crd.yaml's own
+		// conversion (None), the kind the hub alone.
+		{name: "crd.yaml of two versions, no conversion templates", files: map[string]string{"kind.yaml": kindHeader, "crd.yaml": twoVersions("  conversion:\n    strategy: None\n")},
+			none: true, versions: []string{"v1alpha1", "v1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +94,12 @@ func TestConversion(t *testing.T) {
 			}
 			if !reflect.DeepEqual(names, tc.versions) {
 				t.Errorf("versions %v, want %v", names, tc.versions)
+			}
+			if tc.none {
+				if c.Spec.Conversion == nil || c.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter || k.Converter() != nil || len(k.Versions()) != 1 {
+					t.Errorf("conversion %+v, converter %v, versions %v: want None kept, a kind of one version", c.Spec.Conversion, k.Converter(), k.Versions())
+				}
+				return
 			}
 			if !tc.webhook {
 				if c.Spec.Conversion != nil {

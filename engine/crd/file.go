@@ -60,9 +60,11 @@ func fromFile(k *catalog.Kind) (*apiextensionsv1.CustomResourceDefinition, error
 	if !found {
 		return nil, at(fmt.Errorf("no version %s, which kind.yaml names", gvk.Version), "spec", "versions")
 	}
-	if len(c.Spec.Versions) > 1 {
-		// The folder's conversion templates convert between them
-		// (catalog requires them), served by the operator's webhook.
+	if len(c.Spec.Versions) > 1 && k.Converter() != nil {
+		// The folder's conversion templates convert between them, served
+		// by the operator's webhook. A crd.yaml of several versions
+		// without them keeps its own conversion, as before folders had
+		// versions.
 		switch conv := c.Spec.Conversion; {
 		case conv == nil || conv.Strategy == "":
 			c.Spec.Conversion = webhookConversion()
