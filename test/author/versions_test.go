@@ -139,8 +139,10 @@ func TestVersions(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
-		return size == 1, fmt.Errorf("spec.size %d", size)
+		if size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size"); size != 1 {
+			return false, fmt.Errorf("spec.size %d, want 1", size)
+		}
+		return true, nil
 	})
 
 	t.Log("v1alpha1 stops being served")
