@@ -165,14 +165,18 @@ func inputFinding(file string, line int, format string, args ...any) Finding {
 }
 
 // walkYAML calls fn with every YAML or JSON file of p (a file, or a
-// directory at any depth), in name order.
+// directory at any depth), in name order. Below p it skips hidden
+// directories and the directories that are not samples: a kind folder (it
+// has a kind.yaml) and a project of its own (it has a templates
+// directory, as examples/versions does: its samples are linted with its
+// own templates, which may serve other versions of the same kinds).
 func walkYAML(p string, fn func(file string, data []byte)) error {
 	return filepath.WalkDir(p, func(file string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if file != p && strings.HasPrefix(d.Name(), ".") {
+			if file != p && (strings.HasPrefix(d.Name(), ".") || notSamples(file)) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -191,6 +195,17 @@ func walkYAML(p string, fn func(file string, data []byte)) error {
 		fn(file, data)
 		return nil
 	})
+}
+
+// notSamples reports whether dir is a kind folder or a project of its
+// own (walkYAML).
+func notSamples(dir string) bool {
+	for _, name := range []string{catalog.KindFile, "templates"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // document is one YAML document of a file and its first line.

@@ -70,7 +70,7 @@ func TestVersions(t *testing.T) {
 	if err := os.RemoveAll(folder); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(folder, os.DirFS(filepath.Join("testdata", "versions", "memcached"))); err != nil {
+	if err := os.CopyFS(folder, os.DirFS(filepath.Join(env.RepoRoot(), "examples", "versions", "templates", "memcached"))); err != nil {
 		t.Fatal(err)
 	}
 	cluster.Eventually(t, 90*time.Second, "the CRD serves both versions, its objects migrated to v1", func(context.Context) (bool, error) {
