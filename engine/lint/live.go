@@ -64,7 +64,7 @@ func (l LiveKind) String() string {
 // objects are read at the CRD's storage version, which the API server
 // returns as it stores them (an object stored at an older version still
 // needs the CRD's conversion to be read). A folder that does not load is
-// reported as lint reports it. The error joins what could not be read.
+// skipped: Run reports why. The error joins what could not be read.
 func Live(ctx context.Context, o LiveOptions) ([]Finding, []LiveKind, error) {
 	dirs, err := catalog.FoldersOf(o.Templates)
 	if err != nil {
@@ -74,9 +74,12 @@ func Live(ctx context.Context, o LiveOptions) ([]Finding, []LiveKind, error) {
 	var kinds []LiveKind
 	var errs []error
 	for _, d := range dirs {
-		f, fs := loadFolder(d)
-		out = append(out, fs...)
+		// The folder's own mistakes are Run's findings, not repeated here.
+		f, _ := loadFolder(d)
 		if f.kind == nil {
+			av, kind := servedKind(f.kindYAML)
+			kinds = append(kinds, LiveKind{Folder: path(d), Kind: schema.FromAPIVersionAndKind(av, kind).GroupKind(),
+				Skipped: "the folder does not load (operator lint says why)"})
 			continue
 		}
 		lk := LiveKind{Folder: path(d), Kind: f.kind.GVK.GroupKind()}
