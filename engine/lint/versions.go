@@ -50,10 +50,24 @@ func (f *folder) toHubFrom(ctx context.Context, obj map[string]any, what string)
 	if err != nil {
 		return nil, []Finding{f.conversionFailed(err, what, false)}
 	}
+	if f.lossy(versionOf(from)) {
+		return &unstructured.Unstructured{Object: hub}, nil // its conversions may drop what they lose
+	}
 	if out := f.sameAfterTrip(obj, back, layout.ConversionFile(k.Hub(), versionOf(from)), what, from, k.Spec.APIVersion); out != nil {
 		return nil, out
 	}
 	return &unstructured.Unstructured{Object: hub}, nil
+}
+
+// lossy reports whether the kind's version is marked lossy: its
+// conversions drop what the target cannot hold.
+func (f *folder) lossy(version string) bool {
+	for _, v := range f.kind.Versions() {
+		if v.Name == version {
+			return v.Lossy
+		}
+	}
+	return false
 }
 
 // roundTrips converts obj, at the hub, to each of the kind's other
