@@ -165,10 +165,14 @@ func (f *folder) hasVersion(version string) bool {
 }
 
 // DynamicCluster is the Cluster of a dynamic client: it calls Get and
-// List alone.
-func DynamicCluster(client dynamic.Interface) Cluster { return dynamicCluster{client: client} }
+// List alone. The CRDs are listed once, on the first CRD call; not for
+// concurrent use.
+func DynamicCluster(client dynamic.Interface) Cluster { return &dynamicCluster{client: client} }
 
-type dynamicCluster struct{ client dynamic.Interface }
+type dynamicCluster struct {
+	client dynamic.Interface
+	crds   map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition
+}
 
 // crdResource is the CustomResourceDefinitions' resource.
 var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
@@ -176,26 +180,28 @@ var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourc
 // livePage is how many objects one list call returns.
 const livePage = 500
 
-func (c dynamicCluster) CRD(ctx context.Context, gk schema.GroupKind) (*apiextensionsv1.CustomResourceDefinition, error) {
-	var found *apiextensionsv1.CustomResourceDefinition
-	// Listed, not got by name: the CRD's plural is the cluster's to say
-	// (a CRD installed some other way than from the folder).
-	err := c.List(ctx, crdResource, func(u *unstructured.Unstructured) error {
-		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
-		if group != gk.Group || kind != gk.Kind {
+func (c *dynamicCluster) CRD(ctx context.Context, gk schema.GroupKind) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if c.crds == nil {
+		// Listed, not got by name: the CRD's plural is the cluster's to
+		// say (a CRD installed some other way than from the folder).
+		crds := map[schema.GroupKind]*apiextensionsv1.CustomResourceDefinition{}
+		err := c.List(ctx, crdResource, func(u *unstructured.Unstructured) error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+				return fmt.Errorf("decode CRD %s: %w", u.GetName(), err)
+			}
+			crds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd
 			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		found = &apiextensionsv1.CustomResourceDefinition{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, found); err != nil {
-			return fmt.Errorf("decode CRD %s: %w", u.GetName(), err)
-		}
-		return nil
-	})
-	return found, err
+		c.crds = crds
+	}
+	return c.crds[gk], nil
 }
 
-func (c dynamicCluster) List(ctx context.Context, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured) error) error {
+func (c *dynamicCluster) List(ctx context.Context, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured) error) error {
 	opts := metav1.ListOptions{Limit: livePage}
 	for {
 		l, err := c.client.Resource(gvr).List(ctx, opts)
