@@ -25,6 +25,8 @@ const (
 	CodeBudget           = "LNT102" // a render exceeds its budget
 	CodeNondeterministic = "LNT103" // a child renders differently every time
 	CodeConversion       = "LNT104" // a conversion between the kind's versions fails or does not round-trip
+	CodeBreaking         = "LNT105" // a breaking change between versions without a conversion
+	CodeConverted        = "LNT106" // a breaking change between versions, which the conversion handles
 
 	CodeManifest       = "LNT200" // a child the API server would refuse: no apiVersion, kind or name; labels not strings
 	CodeNotYAML        = "LNT201" // a child template's output is not YAML mappings
@@ -79,6 +81,8 @@ var Codes = []CodeInfo{
 	{CodeBudget, Error, "a render exceeds its budget"},
 	{CodeNondeterministic, Info, "a child renders differently every time"},
 	{CodeConversion, Error, "a conversion fails or does not round-trip"},
+	{CodeBreaking, Error, "a breaking change between versions without a conversion"},
+	{CodeConverted, Info, "a breaking change between versions, which the conversion handles"},
 
 	{CodeManifest, Error, "a child without apiVersion, kind or metadata.name"},
 	{CodeNotYAML, Error, "a child template's output is not YAML mappings"},

@@ -172,6 +172,7 @@ func (f *folder) lint(ctx context.Context, samples []sample, o Options, namespac
 			out = append(out, f.noCRD(k))
 		default:
 			out = append(out, f.checkCRD(crd)...)
+			out = append(out, f.compatibility(crd)...)
 		}
 	}
 	parentNamespaced := namespaced(k.GVK)

@@ -2,10 +2,12 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/crd"
@@ -18,6 +20,9 @@ type lintFlags struct {
 	crds      []string
 	output    string
 	failOn    string
+	// live: also round-trip the objects of the kubeconfig's cluster.
+	live       bool
+	kubeconfig string
 }
 
 // NewLintCommand checks kind folders without a cluster.
@@ -35,9 +40,15 @@ kind.yaml does not declare, and status fields or CRDs that would lose what statu
 engine write. One finding per line, file:line: severity code message (-o json: a JSON array).
 The exit status is 1 when there is an error (or a finding as bad as --fail-on). Codes: docs/lint.md.
 
+--live also reads the cluster of the kubeconfig, with get and list calls alone: for each kind
+folder of several versions whose CRD is there, it lists the objects at the CRD's storage version
+and converts each through every served version and back with the folder's conversion templates,
+in this process. A failure is an LNT104 finding at the template's line, naming the object. What
+was read is said on stderr, a line a kind.
+
 --examples and --crds default to the examples and crds directories next to --templates, when
 they exist.`,
-		Example: "  operator lint --templates templates\n  operator lint --templates templates -o json",
+		Example: "  operator lint --templates templates\n  operator lint --templates templates -o json\n  operator lint --templates templates --live",
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runLint(cmd, f) },
 	}
@@ -47,6 +58,8 @@ they exist.`,
 	fl.StringArrayVar(&f.crds, "crds", nil, "directory or file of CustomResourceDefinitions (repeatable; default: crds next to --templates if it exists)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	fl.StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding is this bad or worse: error, warning or info")
+	fl.BoolVar(&f.live, "live", false, "also round-trip the objects in the cluster through every version of their folder, reading only")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for --live (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
 	return cmd
 }
 
@@ -70,7 +83,16 @@ func runLint(cmd *cobra.Command, f *lintFlags) error {
 	if err != nil {
 		return err
 	}
-	findings = lint.Sort(append(findings, found...))
+	findings = append(findings, found...)
+	var liveErr error
+	if f.live {
+		var live []lint.Finding
+		live, liveErr = runLive(cmd, f)
+		findings = append(findings, live...)
+	} else if cmd.Flags().Changed("kubeconfig") {
+		return fmt.Errorf("--kubeconfig is for --live")
+	}
+	findings = lint.Sort(findings)
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
 		err = lint.WriteJSON(out, findings)
@@ -80,10 +102,35 @@ func runLint(cmd *cobra.Command, f *lintFlags) error {
 	if err != nil {
 		return err
 	}
+	if liveErr != nil {
+		return liveErr
+	}
 	if n := lint.Count(findings, failOn); n > 0 {
 		return &lintFailed{n: n, sev: failOn}
 	}
 	return nil
+}
+
+// runLive round-trips the objects of the kubeconfig's cluster (lint.Live)
+// and says on stderr what it read. Its client is a dynamic one behind
+// lint.Cluster, which gets and lists alone.
+func runLive(cmd *cobra.Command, f *lintFlags) ([]lint.Finding, error) {
+	cfg, _, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--live: %w", err)
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--live: %w", err)
+	}
+	found, kinds, err := lint.Live(cmd.Context(), lint.LiveOptions{Templates: f.templates, Cluster: lint.DynamicCluster(client)})
+	if _, werr := io.WriteString(cmd.ErrOrStderr(), lint.LiveSummary(kinds)); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return found, fmt.Errorf("--live: %w", err)
+	}
+	return found, nil
 }
 
 // crdSource is where lint finds a kind's CRD: the folder's own (its

@@ -108,6 +108,20 @@ func TestLintCommandFailOn(t *testing.T) {
 	}
 }
 
+// TestLintLiveFlags: --kubeconfig belongs to --live, and --live with a
+// kubeconfig that does not load is an error naming it, not findings.
+func TestLintLiveFlags(t *testing.T) {
+	dir := lintCases + "clean/templates"
+	missing := t.TempDir() + "/no-kubeconfig"
+	var lf *lintFailed
+	if _, err := runLintCommand(t, "--templates", dir, "--kubeconfig", missing); err == nil || errors.As(err, &lf) || !strings.Contains(err.Error(), "--kubeconfig is for --live") {
+		t.Errorf("--kubeconfig without --live: err = %v", err)
+	}
+	if _, err := runLintCommand(t, "--templates", dir, "--live", "--kubeconfig", missing); err == nil || errors.As(err, &lf) || !strings.Contains(err.Error(), "no-kubeconfig") {
+		t.Errorf("--live with a missing kubeconfig: err = %v", err)
+	}
+}
+
 // TestLintExitStatus runs the command line as a process: exit status 1
 // with an error finding, 0 without.
 func TestLintExitStatus(t *testing.T) {
