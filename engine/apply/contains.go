@@ -16,6 +16,9 @@ import (
 // "changed" only costs an apply that changes nothing, while a false
 // "unchanged" would leave drift in place: when in doubt it says changed.
 func Contains(live, desired any) bool {
+	if live == nil && isEmpty(desired) {
+		return true // an empty list or map the API server returns as null (a ClusterRole's rules: [])
+	}
 	switch d := desired.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
@@ -69,6 +72,9 @@ func DriftPaths(live, desired any) []string {
 }
 
 func driftPaths(live, desired any, at string, out *[]string) {
+	if live == nil && isEmpty(desired) {
+		return
+	}
 	switch d := desired.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
