@@ -110,36 +110,36 @@ func waitConfigMapData(t *testing.T, ns, name, key, want string) {
 func TestSuspend(t *testing.T) {
 	ns := env.Namespace(t)
 	pauses := safetyGVR("pauses")
-	role := "/clusterroles/pause-" + ns + "-p"
-	env.Create(t, pauses, ns, "apiVersion: safety.tmplop.io/v1\nkind: Pause\nmetadata: {name: p}\nspec: {value: a}\n")
-	env.WaitReconciled(t, pauses, ns, "p")
-	waitConfigMapData(t, ns, "p", "value", "a")
+	role := "/clusterroles/pause-" + ns + "-held"
+	env.Create(t, pauses, ns, "apiVersion: safety.tmplop.io/v1\nkind: Pause\nmetadata: {name: held}\nspec: {value: a}\n")
+	env.WaitReconciled(t, pauses, ns, "held")
+	waitConfigMapData(t, ns, "held", "value", "a")
 
 	// Suspended by the annotation: one status write.
 	mark := time.Now()
-	env.Patch(t, pauses, ns, "p", `{"metadata":{"annotations":{"operator.tmplop.io/suspend":"true"}}}`)
-	c := waitCond(t, pauses, ns, "p", "Suspended", "True", "SuspendedByAnnotation")
+	env.Patch(t, pauses, ns, "held", `{"metadata":{"annotations":{"operator.tmplop.io/suspend":"true"}}}`)
+	c := waitCond(t, pauses, ns, "held", "Suspended", "True", "SuspendedByAnnotation")
 	if !strings.Contains(c.Message, "operator.tmplop.io/suspend") {
 		t.Errorf("Suspended's message does not say why: %q", c.Message)
 	}
-	waitEvent(t, ns, "p", "Suspended")
-	suspendedSince := suspendedTime(t, pauses, ns, "p")
+	waitEvent(t, ns, "held", "Suspended")
+	suspendedSince := suspendedTime(t, pauses, ns, "held")
 	// Spec changes and a hand edit of the child, over 24 s.
 	for i, v := range []string{"b", "c", "d"} {
-		env.Patch(t, pauses, ns, "p", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
+		env.Patch(t, pauses, ns, "held", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
 		if i == 1 {
-			env.Patch(t, configMapGVR, ns, "p", `{"data":{"value":"by hand"}}`)
+			env.Patch(t, configMapGVR, ns, "held", `{"data":{"value":"by hand"}}`)
 		}
 		time.Sleep(8 * time.Second)
 	}
 	writes := objectWrites(mark, ns, role)
-	if len(writes) != 1 || writes[0] != "PATCH /apis/safety.tmplop.io/v1/namespaces/"+ns+"/pauses/p/status" {
+	if len(writes) != 1 || writes[0] != "PATCH /apis/safety.tmplop.io/v1/namespaces/"+ns+"/pauses/held/status" {
 		t.Fatalf("while suspended, %d writes, want the one of its status:\n%s", len(writes), strings.Join(writes, "\n"))
 	}
-	if v, _ := configMapData(t, ns, "p", "value"); v != "by hand" {
+	if v, _ := configMapData(t, ns, "held", "value"); v != "by hand" {
 		t.Errorf("the child was written while suspended: data.value=%q", v)
 	}
-	if got := suspendedTime(t, pauses, ns, "p"); !got.Equal(&suspendedSince) {
+	if got := suspendedTime(t, pauses, ns, "held"); !got.Equal(&suspendedSince) {
 		t.Errorf("Suspended's lastTransitionTime moved: %v, then %v", suspendedSince, got)
 	}
 	if n := mgr.TrueConditions(pauseGK, "Suspended")["Suspended"]; n != 1 {
@@ -147,36 +147,36 @@ func TestSuspend(t *testing.T) {
 	}
 
 	// Resumed: reconciled at once, converges.
-	env.Patch(t, pauses, ns, "p", `{"metadata":{"annotations":{"operator.tmplop.io/suspend":null}}}`)
-	env.WaitReconciled(t, pauses, ns, "p")
-	waitConfigMapData(t, ns, "p", "value", "d")
-	waitCond(t, pauses, ns, "p", "Suspended", "False", "Resumed")
-	waitEvent(t, ns, "p", "Resumed")
+	env.Patch(t, pauses, ns, "held", `{"metadata":{"annotations":{"operator.tmplop.io/suspend":null}}}`)
+	env.WaitReconciled(t, pauses, ns, "held")
+	waitConfigMapData(t, ns, "held", "value", "d")
+	waitCond(t, pauses, ns, "held", "Suspended", "False", "Resumed")
+	waitEvent(t, ns, "held", "Resumed")
 
 	// The kind's field: the same.
-	env.Patch(t, pauses, ns, "p", `{"spec":{"suspend":true}}`)
-	waitCond(t, pauses, ns, "p", "Suspended", "True", "SuspendedByField")
+	env.Patch(t, pauses, ns, "held", `{"spec":{"suspend":true}}`)
+	waitCond(t, pauses, ns, "held", "Suspended", "True", "SuspendedByField")
 	mark = time.Now()
-	env.Patch(t, pauses, ns, "p", `{"spec":{"value":"e"}}`)
-	env.Patch(t, configMapGVR, ns, "p", `{"data":{"value":"by hand again"}}`)
+	env.Patch(t, pauses, ns, "held", `{"spec":{"value":"e"}}`)
+	env.Patch(t, configMapGVR, ns, "held", `{"data":{"value":"by hand again"}}`)
 	time.Sleep(5 * time.Second)
 	if writes := objectWrites(mark, ns, role); len(writes) != 0 {
 		t.Fatalf("while suspended by its field, %d writes, want none:\n%s", len(writes), strings.Join(writes, "\n"))
 	}
-	env.Patch(t, pauses, ns, "p", `{"spec":{"suspend":false}}`)
-	env.WaitReconciled(t, pauses, ns, "p")
-	waitConfigMapData(t, ns, "p", "value", "e")
-	waitCond(t, pauses, ns, "p", "Suspended", "False", "Resumed")
+	env.Patch(t, pauses, ns, "held", `{"spec":{"suspend":false}}`)
+	env.WaitReconciled(t, pauses, ns, "held")
+	waitConfigMapData(t, ns, "held", "value", "e")
+	waitCond(t, pauses, ns, "held", "Suspended", "False", "Resumed")
 
 	// Deletion wins: a suspended object is finalized.
-	env.Patch(t, pauses, ns, "p", `{"metadata":{"annotations":{"operator.tmplop.io/suspend":"true"}}}`)
-	waitCond(t, pauses, ns, "p", "Suspended", "True", "SuspendedByAnnotation")
-	if o, err := env.Get(t.Context(), pauses, ns, "p"); err != nil || len(o.GetFinalizers()) == 0 {
+	env.Patch(t, pauses, ns, "held", `{"metadata":{"annotations":{"operator.tmplop.io/suspend":"true"}}}`)
+	waitCond(t, pauses, ns, "held", "Suspended", "True", "SuspendedByAnnotation")
+	if o, err := env.Get(t.Context(), pauses, ns, "held"); err != nil || len(o.GetFinalizers()) == 0 {
 		t.Fatalf("the Pause has no finalizer to run (err %v)", err)
 	}
-	env.Delete(t, pauses, ns, "p")
-	env.WaitGone(t, pauses, ns, "p", 30*time.Second)
-	env.WaitGone(t, clusterRoleGVR, "", "pause-"+ns+"-p", 30*time.Second)
+	env.Delete(t, pauses, ns, "held")
+	env.WaitGone(t, pauses, ns, "held", 30*time.Second)
+	env.WaitGone(t, clusterRoleGVR, "", "pause-"+ns+"-held", 30*time.Second)
 }
 
 func suspendedTime(t *testing.T, res schema.GroupVersionResource, ns, name string) metav1.Time {
