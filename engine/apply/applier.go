@@ -109,6 +109,10 @@ type Desired struct {
 	// UpToDate is true when the live child already holds what would be
 	// applied: no write is needed.
 	UpToDate bool
+	// Drifted is true when the live child was applied as rendered (its
+	// hash is this render's) but no longer holds every value applied:
+	// someone edited a field the operator applies. It is not UpToDate.
+	Drifted bool
 }
 
 // Exists reports whether the child exists.
@@ -154,7 +158,7 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 		}
 		if live.GetDeletionTimestamp() == nil {
 			d.Live = live
-			d.UpToDate = unchanged(live, child)
+			d.UpToDate, d.Drifted = unchanged(live, child)
 		}
 		return d, nil
 	}
@@ -178,7 +182,7 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 	}
 	if live.GetDeletionTimestamp() == nil {
 		d.Live = live
-		d.UpToDate = unchanged(live, child)
+		d.UpToDate, d.Drifted = unchanged(live, child)
 	}
 	return d, nil
 }
@@ -242,16 +246,18 @@ func (a *Applier) Apply(ctx context.Context, c *kube.Client, d *Desired) (Outcom
 // by this process or an earlier one) and still holds every rendered value
 // (nobody edited our fields since). The cache holds the preferred version
 // of the resource; a child rendered at another version is compared by its
-// hash alone.
-func unchanged(live, desired *unstructured.Unstructured) bool {
+// hash alone. drifted is true when the hash is this content's but a value
+// is not: the child drifted from a render that did not change.
+func unchanged(live, desired *unstructured.Unstructured) (upToDate, drifted bool) {
 	want := desired.GetAnnotations()[ownership.AnnotationHash]
 	if want == "" || live.GetAnnotations()[ownership.AnnotationHash] != want {
-		return false
+		return false, false
 	}
 	if live.GetAPIVersion() != desired.GetAPIVersion() {
-		return true
+		return true, false
 	}
-	return Contains(live.Object, desired.Object)
+	upToDate = Contains(live.Object, desired.Object)
+	return upToDate, !upToDate
 }
 
 // OwnEvent reports whether a watch event of child (at key) must not

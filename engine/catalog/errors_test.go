@@ -31,6 +31,18 @@ func TestAuthorErrorsTyped(t *testing.T) {
 		{name: "second lookup's selector", files: layout.Files{KindFile: []byte(head + "lookups:\n- {apiVersion: v1, kind: Pod}\n- apiVersion: v1\n  kind: Secret\n  selector: {matchExpressions: [{key: x, operator: Bogus}]}\n")}, file: KindFile, line: 7, code: render.CodeKindYAML},
 		{name: "short schema marker", files: layout.Files{KindFile: []byte(head + "spec:\n  size: integer | minimun=1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "dependsOn unknown file", files: layout.Files{KindFile: []byte(head + "dependsOn:\n  a.yaml: [b.yaml]\n"), "a.yaml": []byte("")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		// suspend, drift and driftIgnore (docs/suspend-and-drift.md).
+		{name: "suspend not a path", files: layout.Files{KindFile: []byte(head + "workers: 1\nsuspend: spec..suspend\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "suspend in status", files: layout.Files{KindFile: []byte(head + "suspend: status.paused\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},
+		{name: "suspend not a bool", files: layout.Files{KindFile: []byte(head + "suspend: {path: spec.x}\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},
+		{name: "drift mode", files: layout.Files{KindFile: []byte(head + "prune: true\ndrift: ignore\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "driftIgnore without kind", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- apiVersion: apps/v1\n  paths: [/spec/replicas]\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "driftIgnore apiVersion and group", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- kind: Deployment\n  apiVersion: apps/v1\n  group: apps\n  paths: [/spec/replicas]\n")}, file: KindFile, line: 6, code: render.CodeKindYAML},
+		{name: "driftIgnore path not a pointer", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- kind: ConfigMap\n  paths:\n  - /data/a\n  - data.b\n")}, file: KindFile, line: 7, code: render.CodeKindYAML},
+		{name: "driftIgnore bad escape", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- kind: ConfigMap\n  paths:\n  - /data/a~2b\n")}, file: KindFile, line: 6, code: render.CodeKindYAML},
+		{name: "driftIgnore the operator's label", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- {kind: ConfigMap, paths: [/data/a]}\n- kind: Secret\n  paths:\n  - /metadata/labels/app.kubernetes.io~1managed-by\n")}, file: KindFile, line: 7, code: render.CodeKindYAML},
+		{name: "driftIgnore the name", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- kind: ConfigMap\n  paths: [/metadata/name]\n")}, file: KindFile, line: 5, code: render.CodeKindYAML},
+		{name: "driftIgnore no paths", files: layout.Files{KindFile: []byte(head + "driftIgnore:\n- kind: ConfigMap\n  paths: []\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "template parse", files: layout.Files{KindFile: []byte(head), "a.yaml": []byte("x: 1\n{{ if }}\n")}, file: "a.yaml", line: 2, code: render.CodeParse},
 		// versions (docs/versions.md): each mistake at its entry's field.
 		{name: "version name", files: layout.Files{KindFile: []byte(head + "versions:\n- name: v1alpha1\n- name: V2\n")}, file: KindFile, line: 5, code: render.CodeKindYAML},

@@ -93,6 +93,20 @@ type Spec struct {
 	// and with the name would otherwise pick any release of the namespace.
 	// Off by default: without it, a Helm-made object is never taken over.
 	AdoptHelmReleases bool `json:"adoptHelmReleases,omitempty"`
+	// Suspend is a path into the object ("spec.suspend") whose boolean
+	// true suspends it, as the annotation operator.tmplop.io/suspend:
+	// "true" does: no write for it but its Suspended condition
+	// (suspend.go, docs/suspend-and-drift.md).
+	Suspend string `json:"suspend,omitempty"`
+	// Drift is what a reconcile does with a child edited by hand in the
+	// fields the operator applies while its render is unchanged: repair
+	// (the default: apply it again) or warn (leave it, and report it in
+	// the Drifted condition). drift.go.
+	Drift string `json:"drift,omitempty"`
+	// DriftIgnore are the paths of children the operator never applies,
+	// so never reports nor repairs (Flux's ignore rules): per child kind,
+	// JSON pointers.
+	DriftIgnore []DriftIgnoreSpec `json:"driftIgnore,omitempty"`
 
 	// The kind's CRD, in short (engine/schema): `operator crd` and
 	// `run --install-crds` generate it from these fields (engine/crd). A
@@ -123,6 +137,10 @@ type Spec struct {
 	// and the OpenAPI schemas of spec and status (nil without them).
 	health                   *health.Checker
 	specSchema, statusSchema *apiextensionsv1.JSONSchemaProps
+	// suspendPath is Suspend split at its dots; driftIgnore is DriftIgnore
+	// by child kind, each path split into its tokens (drift.go).
+	suspendPath []string
+	driftIgnore map[schema.GroupKind][][]string
 }
 
 // ChildSpec names a kind of child.
@@ -446,6 +464,12 @@ func parseSpec(data []byte) (*Spec, error) {
 	}
 	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
 		return nil, fieldErr(errors.New("budget: values must not be negative"), "budget")
+	}
+	if err := s.validSuspend(); err != nil {
+		return nil, err
+	}
+	if err := s.validDrift(); err != nil {
+		return nil, err
 	}
 	if err := s.validCRDFields(); err != nil {
 		return nil, err

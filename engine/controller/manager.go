@@ -369,6 +369,35 @@ func (m *Manager) Objects(gk schema.GroupKind) map[string]int {
 	return out
 }
 
+// TrueConditions counts the objects of kind gk in its watch's cache whose
+// condition of each of types is True (metrics.ConditionCounter); nil when
+// the kind is not served or not watched yet.
+func (m *Manager) TrueConditions(gk schema.GroupKind, types ...string) map[string]int {
+	m.mu.Lock()
+	kc := m.kinds[gk]
+	m.mu.Unlock()
+	if kc == nil {
+		return nil
+	}
+	kc.mu.Lock()
+	h := kc.watch
+	kc.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]int, len(types))
+	for _, o := range h.informer().GetStore().List() {
+		if c, ok := o.(*cached.Object); ok {
+			for _, typ := range types {
+				if c.Condition(typ) == "True" {
+					out[typ]++
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Wait stops every kind, letting in-flight reconciles finish, and returns
 // when all have stopped. Call it after the context is canceled.
 func (m *Manager) Wait() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/shard"
+	"github.com/tmplop/operator/engine/status"
 )
 
 // Source is where the per-kind counters are read at scrape time; a
@@ -26,6 +27,14 @@ type Source interface {
 // from its watch's cache: operator_objects.
 type ObjectCounter interface {
 	Objects(gk schema.GroupKind) map[string]int
+}
+
+// ConditionCounter is a Source that can count each served kind's objects
+// whose condition of each of types is True, from its watch's cache:
+// operator_objects_suspended (Suspended) and operator_objects_drifted
+// (Drifted).
+type ConditionCounter interface {
+	TrueConditions(gk schema.GroupKind, types ...string) map[string]int
 }
 
 // ShardCounter is a Source run as one shard of a ring (run --sharding):
@@ -45,6 +54,12 @@ const (
 	ResultRequeueAfter = "requeue_after"
 	// ResultError: failed, whether retried with backoff or terminal.
 	ResultError = "error"
+)
+
+// The values of the action label of operator_child_drift_total.
+const (
+	DriftRepaired = "repaired" // applied again (kind.yaml drift: repair)
+	DriftReported = "reported" // left as it is, reported (drift: warn)
 )
 
 // The values of the result label of operator_child_applies_total.
@@ -165,6 +180,12 @@ var (
 		"Total number of children deleted per kind because no template renders them any more, or their parent is gone.", []string{"kind"}, nil)
 	statusWritesDesc = prometheus.NewDesc("operator_status_writes_total",
 		"Total number of status writes per kind.", []string{"kind"}, nil)
+	childDriftDesc = prometheus.NewDesc("operator_child_drift_total",
+		"Total number of children per kind found edited by hand in fields the operator applies while their render was unchanged, by action: repaired (applied again) or reported (drift: warn; counted once per change of the Drifted condition).", []string{"kind", "action"}, nil)
+	suspendedDesc = prometheus.NewDesc("operator_objects_suspended",
+		"Objects of each served kind whose Suspended condition is True: the operator writes nothing for them.", []string{"kind"}, nil)
+	driftedDesc = prometheus.NewDesc("operator_objects_drifted",
+		"Objects of each served kind whose Drifted condition is True: children edited by hand, left as they are (drift: warn).", []string{"kind"}, nil)
 	shardInfoDesc = prometheus.NewDesc("operator_shard_info",
 		"The shard this replica holds (run --sharding): its objects are those labelled shard.tmplop.io/shard=<shard>.", []string{"shard"}, nil)
 	handoversDesc = prometheus.NewDesc("operator_shard_handovers_total",
@@ -182,6 +203,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc, objectsDesc,
+		childDriftDesc, suspendedDesc, driftedDesc,
 		shardInfoDesc, handoversDesc, sharderAssignedDesc, sharderReassignedDesc, sharderChildrenDesc, sharderConflictsDesc} {
 		ch <- d
 	}
@@ -213,6 +235,13 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(childAppliesDesc, s.ChildSkips.Load(), k, ApplySkipped)
 		counter(prunesDesc, s.Pruned.Load(), k)
 		counter(statusWritesDesc, s.StatusWrites.Load(), k)
+		counter(childDriftDesc, s.DriftRepaired.Load(), k, DriftRepaired)
+		counter(childDriftDesc, s.DriftReported.Load(), k, DriftReported)
+		if cc, ok := c.src.(ConditionCounter); ok {
+			n := cc.TrueConditions(gk, status.ConditionSuspended, status.ConditionDrifted)
+			ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(n[status.ConditionSuspended]), k)
+			ch <- prometheus.MustNewConstMetric(driftedDesc, prometheus.GaugeValue, float64(n[status.ConditionDrifted]), k)
+		}
 		if sharded {
 			counter(handoversDesc, s.HandedOver.Load(), k)
 			if st, ok := sc.SharderStats(gk); ok {

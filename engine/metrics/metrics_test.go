@@ -192,6 +192,53 @@ operator_sharder_reassigned_total{kind="Memcached.cache.example.com"} 3
 	}
 }
 
+// conditionSource counts fixed True conditions per kind.
+type conditionSource struct {
+	fakeSource
+	trues map[schema.GroupKind]map[string]int
+}
+
+func (c conditionSource) TrueConditions(gk schema.GroupKind, types ...string) map[string]int {
+	return c.trues[gk]
+}
+
+// TestDriftAndSuspendMetrics: the drift counters per kind and action, and
+// the suspended and drifted objects counted from the cache at scrape; a
+// source that cannot count conditions shows no gauge.
+func TestDriftAndSuspendMetrics(t *testing.T) {
+	names := []string{"operator_child_drift_total", "operator_objects_suspended", "operator_objects_drifted"}
+	src := fakeSource{memcached: stats(func(s *reconcile.Stats) { s.DriftRepaired.Store(3); s.DriftReported.Store(2) })}
+	counters := `
+# HELP operator_child_drift_total Total number of children per kind found edited by hand in fields the operator applies while their render was unchanged, by action: repaired (applied again) or reported (drift: warn; counted once per change of the Drifted condition).
+# TYPE operator_child_drift_total counter
+operator_child_drift_total{action="repaired",kind="Memcached.cache.example.com"} 3
+operator_child_drift_total{action="reported",kind="Memcached.cache.example.com"} 2
+`
+	cases := []struct {
+		name string
+		src  Source
+		want string
+	}{
+		{name: "no condition counts", src: src, want: counters},
+		{name: "suspended and drifted objects", src: conditionSource{fakeSource: src, trues: map[schema.GroupKind]map[string]int{
+			memcached: {"Suspended": 4, "Drifted": 1}}}, want: counters + `
+# HELP operator_objects_drifted Objects of each served kind whose Drifted condition is True: children edited by hand, left as they are (drift: warn).
+# TYPE operator_objects_drifted gauge
+operator_objects_drifted{kind="Memcached.cache.example.com"} 1
+# HELP operator_objects_suspended Objects of each served kind whose Suspended condition is True: the operator writes nothing for them.
+# TYPE operator_objects_suspended gauge
+operator_objects_suspended{kind="Memcached.cache.example.com"} 4
+`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := testutil.GatherAndCompare(newRegistry(tc.src), strings.NewReader(tc.want), names...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // TestStatsReadAtScrape: the collector reads the live counters, so a
 // later scrape sees later counts with no call on the workers' path.
 func TestStatsReadAtScrape(t *testing.T) {

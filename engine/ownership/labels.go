@@ -36,6 +36,11 @@ const (
 	// survives a restart: a child whose hash is the rendered one, and
 	// whose fields still hold their rendered values, needs no write.
 	AnnotationHash = "operator.tmplop.io/hash"
+	// AnnotationSuspend set to "true" on a parent suspends it: no child
+	// is applied or pruned, no hook run, and nothing of the parent written
+	// but its Suspended condition, until it is removed (engine/reconcile,
+	// docs/suspend-and-drift.md). Its deletion still runs.
+	AnnotationSuspend = "operator.tmplop.io/suspend"
 )
 
 // Parent identifies a parent object.

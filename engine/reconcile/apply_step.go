@@ -86,6 +86,9 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 				return nil, fmt.Errorf("%s: %w", t.plan.Children[i].Template, err)
 			}
 			r.Stats.applied(out.Skipped)
+			if dr, ok := t.drifts[i]; ok && !out.Skipped {
+				r.driftRepaired(t.obj, dr)
+			}
 			live = out.Live
 			if t.plan.Children[i].NeedsFinalizer && d.Live == nil {
 				a.created[d.Key] = out.Live

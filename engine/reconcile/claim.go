@@ -121,6 +121,7 @@ func (r *Reconciler) claim(ctx context.Context, t *trip) error {
 		return err
 	}
 	t.desired = desired
+	t.drifts = r.findDrift(t) // before unstable: a drift left alone is no change
 	t.skip, t.unstableMsg = r.unstable(ctx, t.obj, t.plan, desired, t.in)
 	t.meta = currentMeta(t.obj)
 	t.meta.finalizer = t.meta.finalizer || t.plan.NeedsFinalizer()

@@ -88,6 +88,9 @@ func (r *Reconciler) fail(ctx context.Context, obj *unstructured.Unstructured, e
 	klog.FromContext(ctx).Info("Reconcile failed", "reason", reason, "message", msg, "retry", !terminal || retryAfter > 0)
 	r.Recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
 	conds := append([]metav1.Condition{status.Reconciled(reason, msg, obj.GetGeneration())}, failure(reason, msg, terminal, obj.GetGeneration())...)
+	if c := r.resumed(obj); c != nil {
+		conds = append(conds, *c)
+	}
 	if werr := r.writeStatus(ctx, obj, nil, conds); werr != nil {
 		return fmt.Errorf("%s: %w (and the condition could not be written: %v)", reason, err, werr)
 	}

@@ -249,6 +249,9 @@ func (plan *Plan) adopt(kind *catalog.Kind, obj *unstructured.Unstructured, ms [
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", m.Template, err)
 		}
+		// What driftIgnore leaves to others is never applied, and out of
+		// the hash (a kind with no rule for the child changes nothing).
+		kind.StripIgnored(child)
 		needsFinalizer, err := ownership.Adopt(obj, child, namespaced, m.Template, pol)
 		if err != nil {
 			problems = append(problems, AdoptProblem{Manifest: m, Err: err})

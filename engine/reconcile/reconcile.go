@@ -100,6 +100,8 @@ type Result struct {
 // reads as the steps, each taking what the one before produced: render
 // and plan (plan.go) -> claim (claim.go) -> apply in order (apply_step.go)
 // -> prune guard (prune.go) -> readiness and status (status_step.go).
+// A suspended object (suspend.go) runs none of them, and an object being
+// deleted is finalized instead (parent.go).
 // Every reconcile runs them all: what is up to date costs no write
 // (apply.Applier skips a child already as rendered, writeStatus a status
 // already as desired), and nothing of an earlier reconcile is remembered
@@ -107,7 +109,10 @@ type Result struct {
 func (r *Reconciler) Reconcile(ctx context.Context, obj *unstructured.Unstructured) (Result, error) {
 	r.Stats.add(&r.Stats.Reconciles)
 	if obj.GetDeletionTimestamp() != nil {
-		return r.finalize(ctx, obj)
+		return r.finalize(ctx, obj) // deletion wins over a suspension
+	}
+	if by, what := r.Kind.SuspendedBy(obj); by != "" {
+		return r.suspended(ctx, obj, by, what)
 	}
 	t, err := r.plan(ctx, obj)
 	if err != nil {
@@ -145,6 +150,9 @@ type trip struct {
 	skip        map[int]bool
 	unstableMsg string
 	meta        parentMeta
+	// drifts are the planned children (by index) that drifted from their
+	// unchanged render (drift.go).
+	drifts map[int]drifted
 }
 
 // stepFailed reports the failure of a step: nil when the step ended the

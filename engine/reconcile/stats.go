@@ -26,6 +26,14 @@ type Stats struct {
 	// HandedOver counts the objects this replica's shard handed over to
 	// another shard (run --sharding): its moves out.
 	HandedOver atomic.Int64
+	// SuspendedReconciles counts the reconciles that found their object
+	// suspended, and wrote nothing but its Suspended condition.
+	SuspendedReconciles atomic.Int64
+	// DriftRepaired counts drifted children applied again (kind.yaml
+	// drift: repair); DriftReported the drifted children reported in a
+	// new Drifted condition and its Event (drift: warn), once per change.
+	DriftRepaired atomic.Int64
+	DriftReported atomic.Int64
 }
 
 func (s *Stats) add(c *atomic.Int64) {

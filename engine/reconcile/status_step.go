@@ -94,6 +94,12 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 		conds = append(conds, *pruned.held)
 	}
 	conds = append(conds, st.readyConds...)
+	if c := r.resumed(obj); c != nil {
+		conds = append(conds, *c)
+	}
+	if c := r.driftCondition(obj, t.drifts, len(t.plan.Children)); c != nil {
+		conds = append(conds, *c)
+	}
 	r.Kind.Record(st.rendered, obj.Object, current(t.plan.objects(), applied.states))
 	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry

@@ -17,6 +17,17 @@ const (
 	// prune that would remove much of what the object has (see reconcile).
 	// Its lastTransitionTime is when the hold began.
 	ConditionPruneHeld = "PruneHeld"
+	// ConditionSuspended is True while the object is suspended (the
+	// annotation operator.tmplop.io/suspend: "true", or kind.yaml's
+	// suspend field): nothing of it is written but this condition, whose
+	// lastTransitionTime is when the suspension began. Once resumed it is
+	// False (reason Resumed), since the resumption.
+	ConditionSuspended = "Suspended"
+	// ConditionDrifted is True while children of the object differ from
+	// their unchanged render in fields the operator applies and kind.yaml
+	// says drift: warn (they are left as they are); its message lists
+	// them with the JSON pointers of the fields. False once none does.
+	ConditionDrifted = "Drifted"
 
 	// The kstatus conditions (docs/readiness.md). Ready is True when the
 	// last reconcile succeeded and every child is Current. Reconciling
@@ -60,6 +71,20 @@ const (
 	ReasonNonDeterministic = "NonDeterministic"
 	ReasonApplyFailed      = "ApplyFailed"
 	ReasonStatusFailed     = "StatusFailed"
+)
+
+// Reasons of the Suspended and Drifted conditions.
+const (
+	ReasonSuspendedByAnnotation = "SuspendedByAnnotation"
+	ReasonSuspendedByField      = "SuspendedByField"
+	ReasonResumed               = "Resumed"
+	// ReasonDrifted: children were edited by hand in fields the operator
+	// applies (Drifted=True); ReasonInSync: none is any more.
+	ReasonDrifted = "Drifted"
+	ReasonInSync  = "InSync"
+	// ReasonDriftRepaired is the Event of a drifted child applied again
+	// (kind.yaml drift: repair, the default).
+	ReasonDriftRepaired = "DriftRepaired"
 )
 
 // Reasons of the PruneHeld condition.
@@ -115,6 +140,8 @@ var validReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 var engineConditions = map[string]struct{ readiness bool }{
 	ConditionReconciled:  {},
 	ConditionPruneHeld:   {},
+	ConditionSuspended:   {},
+	ConditionDrifted:     {},
 	ConditionReady:       {readiness: true},
 	ConditionReconciling: {readiness: true},
 	ConditionStalled:     {readiness: true},

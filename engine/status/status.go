@@ -54,6 +54,23 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []m
 	return normalize(out)
 }
 
+// Held is Desired for an object the engine holds still (suspended): its
+// current status with the engine's conditions merged, and its
+// observedGeneration as it was, for the generations since were not
+// reconciled. A spec change of a held object changes nothing Held returns.
+func Held(obj *unstructured.Unstructured, engine []metav1.Condition, now time.Time) (map[string]any, error) {
+	out, err := Desired(obj, nil, engine, now)
+	if err != nil {
+		return nil, err
+	}
+	if g, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "observedGeneration"); ok {
+		out["observedGeneration"] = g
+	} else {
+		delete(out, "observedGeneration")
+	}
+	return normalize(out)
+}
+
 // Unchanged reports whether obj's status already is desired.
 func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {
 	current, _, _ := unstructured.NestedMap(obj.Object, "status")

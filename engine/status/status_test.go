@@ -166,3 +166,45 @@ func TestNewCondition(t *testing.T) {
 		t.Errorf("New = %s, %d", c.Reason, len(c.Message))
 	}
 }
+
+// TestHeld: a held (suspended) object's status keeps its fields and its
+// observedGeneration whatever its generation, so that a spec change makes
+// no write; the held condition, once written, is unchanged at the next
+// generation.
+func TestHeld(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	susp := New(ConditionSuspended, metav1.ConditionTrue, ReasonSuspendedByAnnotation, ReasonSuspendedByAnnotation, "held", 2)
+	cases := []struct {
+		name   string
+		status map[string]any
+		wantOG any // nil: absent
+	}{
+		{"reconciled before", map[string]any{"observedGeneration": int64(1), "url": "x"}, int64(1)},
+		{"never reconciled", nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := parent(tc.status)
+			held, err := Held(obj, []metav1.Condition{susp}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if og, ok := held["observedGeneration"]; (tc.wantOG == nil && ok) || (tc.wantOG != nil && og != tc.wantOG) {
+				t.Errorf("observedGeneration = %v (present %v), want %v", og, ok, tc.wantOG)
+			}
+			if tc.status != nil && held["url"] != "x" {
+				t.Errorf("a field of the status was lost: %v", held)
+			}
+			// Written; then the spec changes (generation 3): nothing to write.
+			obj.Object["status"] = held
+			obj.SetGeneration(3)
+			again, err := Held(obj, []metav1.Condition{*Find(held, ConditionSuspended)}, t0.Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !Unchanged(obj, again) {
+				t.Errorf("a spec change of a held object changes its status:\nwas %v\nnow %v", held, again)
+			}
+		})
+	}
+}
