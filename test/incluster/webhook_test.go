@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,7 +99,7 @@ func testWebhook(t *testing.T) {
 	// deploy/'s Service. The CA goes in as cert-manager's cainjector (or
 	// --install-crds) puts it; the port is the replicas' (an ExternalName
 	// Service has no targetPort).
-	out, err := exec.Command(bin, "crd", "--templates", "testdata/templates/gauge").Output()
+	out, err := exec.Command(bin, "crd", "--templates", "testdata/versions/gauge").Output()
 	if err != nil {
 		t.Fatalf("operator crd: %v: %s", err, stderrOf(err))
 	}
@@ -154,9 +156,14 @@ func testWebhook(t *testing.T) {
 		}
 	})
 
+	// The kind's own account and role, as `operator rbac` makes them, and
+	// nothing of the operator's: its right on the webhook's Secret must be
+	// deploy/'s (rbac --webhook), which the operator used at start.
+	applyKindRBAC(t, "testdata/versions")
+
 	// The folder, as deploy/ delivers folders.
 	cms := cs.CoreV1().ConfigMaps(ns)
-	if _, err := cms.Create(ctx, folderConfigMap(t, "testdata/templates/gauge", "gauge"), metav1.CreateOptions{}); err != nil {
+	if _, err := cms.Create(ctx, folderConfigMap(t, "testdata/versions/gauge", "gauge"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cms.Delete(context.Background(), "gauge", metav1.DeleteOptions{}) })
@@ -238,3 +245,59 @@ func kubectl(t *testing.T, args ...string) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// applyKindRBAC applies what `operator rbac` generates for the folders of
+// dir (the kinds' accounts, and the operator's right to impersonate them)
+// but the operator's rules on Secrets: for a folder of several versions
+// they grant the webhook's Secret, which would hide what deploy/ grants.
+func applyKindRBAC(t *testing.T, dir string) {
+	t.Helper()
+	const name = "incluster-versions"
+	out, err := exec.Command(bin, "rbac", "--templates", dir, "--name", name, "--namespace", ns,
+		"--service-account", serviceAccount, "--default-service-account", defaultAccount).Output()
+	if err != nil {
+		t.Fatalf("operator rbac: %v: %s", err, stderrOf(err))
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || u.Object == nil {
+			continue
+		}
+		if !strings.HasPrefix(u.GetName(), name) {
+			// deploy/'s own (the default account, the inventory), which
+			// the cleanup must not delete.
+			continue
+		}
+		if u.GetName() == name && (u.GetKind() == "Role" || u.GetKind() == "ClusterRole") {
+			// The operator's: impersonate the kind's account, yes; the
+			// webhook's Secret, no.
+			rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+			kept := rules[:0]
+			for _, r := range rules {
+				res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+				if !slices.Contains(res, "secrets") {
+					kept = append(kept, r)
+				}
+			}
+			_ = unstructured.SetNestedSlice(u.Object, kept, "rules")
+			b, _ := yaml.Marshal(u.Object)
+			doc = string(b)
+		}
+		docs = append(docs, doc)
+	}
+	if len(docs) == 0 {
+		t.Fatalf("operator rbac made no kind account for %s:\n%s", dir, out)
+	}
+	dirFile, err := os.MkdirTemp("", "incluster-rbac-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dirFile) })
+	path := filepath.Join(dirFile, "rbac.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "--server-side", "-f", path)
+	t.Cleanup(func() { _, _ = env.Kubectl(context.Background(), "delete", "--ignore-not-found", "-f", path) })
+}
