@@ -279,6 +279,50 @@ metrics:
 			}
 		},
 	}, {
+		name:    "the webhook's certificate from cert-manager, another release name",
+		release: "ops",
+		values:  `webhook: {port: 10443, certManager: {enabled: true}}`,
+		check: func(t *testing.T, objs objects) {
+			d := get(t, objs, "apps/v1", "Deployment", releaseNamespace, "ops-operator")
+			c := container(t, d)
+			wantArgs(t, c, []string{"--webhook-bind-address=:10443", "--webhook-service=" + releaseNamespace + "/ops-operator-webhook:443",
+				"--webhook-cert-dir=/etc/operator/webhook-certs"}, nil)
+			wantField(t, d, "ops-operator-webhook-cert", "spec", "template", "spec", "volumes", "0", "secret", "secretName")
+			wantField(t, d, "/etc/operator/webhook-certs", "spec", "template", "spec", "containers", "0", "volumeMounts", "0", "mountPath")
+			svc := get(t, objs, "v1", "Service", releaseNamespace, "ops-operator-webhook")
+			wantField(t, svc, []any{map[string]any{"name": "webhook", "port": int64(443), "targetPort": "webhook"}}, "spec", "ports")
+			cert := get(t, objs, "cert-manager.io/v1", "Certificate", releaseNamespace, "ops-operator-webhook")
+			wantField(t, cert, "ops-operator-webhook-cert", "spec", "secretName")
+			wantField(t, cert, []any{"ops-operator-webhook." + releaseNamespace + ".svc", "ops-operator-webhook." + releaseNamespace + ".svc.cluster.local"}, "spec", "dnsNames")
+			np := get(t, objs, "networking.k8s.io/v1", "NetworkPolicy", releaseNamespace, "ops-operator")
+			wantField(t, np, []any{map[string]any{"protocol": "TCP", "port": int64(10443)}}, "spec", "ingress", "0", "ports")
+			// The Secret the binary keeps its own certificate in has one
+			// name whatever the release's (engine/webhook.DefaultSecretName).
+			role := get(t, objs, "rbac.authorization.k8s.io/v1", "Role", releaseNamespace, "ops-operator")
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			found := false
+			for _, r := range rules {
+				names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
+				res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+				found = found || slices.Equal(res, []string{"secrets"}) && slices.Equal(names, []string{"operator-webhook-cert"})
+			}
+			if !found {
+				t.Errorf("Role ops-operator grants no rule on Secret operator-webhook-cert by name: %v", rules)
+			}
+		},
+	}, {
+		name:   "no webhook, no NetworkPolicy",
+		values: `{webhook: {enabled: false}, networkPolicy: {enabled: false}}`,
+		check: func(t *testing.T, objs objects) {
+			c := container(t, get(t, objs, "apps/v1", "Deployment", releaseNamespace, "operator"))
+			wantArgs(t, c, nil, []string{"--webhook-bind-address=:9443", "--webhook-service=" + releaseNamespace + "/operator-webhook:443"})
+			for k := range objs {
+				if k.Name == "operator-webhook" || k.Kind == "NetworkPolicy" {
+					t.Errorf("%s rendered with the webhook and the NetworkPolicy off", k)
+				}
+			}
+		},
+	}, {
 		name:   "no CRDs",
 		values: `installCRDs: false`,
 		check: func(t *testing.T, objs objects) {
@@ -299,6 +343,7 @@ metrics: {secure: false, certSecret: metrics-tls, port: 8080, serviceMonitor: {e
 			wantValue(t, "ports", c["ports"], []any{
 				map[string]any{"name": "http", "containerPort": int64(8080)},
 				map[string]any{"name": "health", "containerPort": int64(8081)},
+				map[string]any{"name": "webhook", "containerPort": int64(9443)},
 			})
 			wantField(t, d, "metrics-tls", "spec", "template", "spec", "volumes", "0", "secret", "secretName")
 			svc := get(t, objs, "v1", "Service", releaseNamespace, "operator-metrics")

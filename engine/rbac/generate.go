@@ -64,7 +64,20 @@ type Options struct {
 	// exactly the folders' CRDs, and create (which RBAC cannot restrict by
 	// name; creating cannot change an existing CRD).
 	InstallCRDs bool
+	// Webhook adds what `run --webhook-bind-address` without
+	// --webhook-cert-dir needs whatever the folders are: the Secret of the
+	// conversion webhook's certificate (WebhookSecretName). It is granted
+	// anyway when a folder has several versions. A deployment that serves
+	// the webhook before any folder has versions (deploy/) needs it: the
+	// operator makes the Secret at start, and a folder of several versions
+	// may come later as a ConfigMap.
+	Webhook bool
 }
+
+// WebhookSecretName is the Secret `run --webhook-bind-address` keeps its
+// certificate in (engine/webhook.DefaultSecretName; not imported, so that
+// RBAC generation does not link the webhook's server).
+const WebhookSecretName = "operator-webhook-cert"
 
 func (o *Options) warn(msg string) {
 	if o.Warn != nil {
@@ -152,6 +165,9 @@ func (o Options) Command() string {
 	}
 	if o.InstallCRDs {
 		args = append(args, "--install-crds")
+	}
+	if o.Webhook {
+		args = append(args, "--webhook")
 	}
 	return strings.Join(args, " ")
 }
@@ -323,10 +339,16 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 			o.warn(err.Error())
 		}
 	}
-	if slices.ContainsFunc(folders, func(f *Folder) bool { return f.Kind.Converter() != nil }) {
+	if o.Webhook || slices.ContainsFunc(folders, func(f *Folder) bool { return f.Kind.Converter() != nil }) {
+		// That Secret only, by name: the webhook reads it with a field
+		// selector on its name (kube.SecretListWatch), so that list and
+		// watch too can be restricted. Create cannot be (RBAC does not know
+		// the name of what is created); it reads nothing.
+		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbsWebhookSecret, ResourceNames: []string{WebhookSecretName}},
+			fmt.Sprintf("core/secrets %s [%s]: run --webhook-bind-address: the conversion webhook's CA and certificate, kept in this Secret that every replica serves",
+				WebhookSecretName, strings.Join(verbsWebhookSecret, " ")))
 		p.own.add(schema.GroupResource{Resource: "secrets"}, whyOwn,
-			"run --webhook-bind-address: the conversion webhook's CA and certificate, made once and kept in a Secret that every replica serves",
-			"get", "list", "watch", "create", "update")
+			"run --webhook-bind-address: creates the webhook's Secret "+WebhookSecretName+" (RBAC cannot restrict create by name; it reads nothing)", verbsCreate...)
 	}
 	if def := o.DefaultServiceAccount; def != "" {
 		// Impersonated, and so the identity of every kind no account

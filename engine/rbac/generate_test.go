@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tmplop/operator/engine/webhook"
 	"github.com/tmplop/operator/internal/testsupport/golden"
 )
 
@@ -105,6 +106,7 @@ func deployOptions(t *testing.T) Options {
 	}
 	opts := Options{Templates: "templates", CRDs: []string{"crds"}}
 	found := false
+	webhookCertDir := ""
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		var d appsv1.Deployment
 		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
@@ -122,6 +124,12 @@ func deployOptions(t *testing.T) Options {
 				opts.DefaultServiceAccount = value
 			case "--field-manager":
 				opts.FieldManager = value
+			case "--webhook-bind-address":
+				// The webhook keeps its certificate in a Secret unless it
+				// is given one (--webhook-cert-dir, below).
+				opts.Webhook = value != "" && value != "0"
+			case "--webhook-cert-dir":
+				webhookCertDir = value
 			case "--state-namespace", "--namespace":
 				t.Errorf("deploy/operator.yaml runs %s: deployOptions does not know how operator rbac follows it", arg)
 			}
@@ -129,6 +137,9 @@ func deployOptions(t *testing.T) Options {
 	}
 	if !found {
 		t.Fatal("deploy/operator.yaml holds no Deployment")
+	}
+	if webhookCertDir != "" {
+		opts.Webhook = false
 	}
 	return opts
 }
@@ -690,5 +701,55 @@ func TestInstallCRDs(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("with --install-crds: CRD rules\n%+v\nwant\n%+v", got, want)
 		}
+	}
+}
+
+// TestWebhookSecret checks the operator's rights on the conversion
+// webhook's Secret: none for folders of one version without --webhook;
+// with --webhook, or a folder of several versions, that Secret alone by
+// name (read, watch, renew) and create, which RBAC cannot restrict by name.
+func TestWebhookSecret(t *testing.T) {
+	t.Chdir(moduleRoot)
+	if WebhookSecretName != webhook.DefaultSecretName {
+		t.Fatalf("WebhookSecretName %q is not the webhook's Secret %q", WebhookSecretName, webhook.DefaultSecretName)
+	}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "update", "watch"}, ResourceNames: []string{WebhookSecretName}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+	}
+	cases := []struct {
+		name      string
+		templates string
+		webhook   bool
+		want      []rbacv1.PolicyRule
+	}{
+		{"one version", "templates", false, nil},
+		{"one version, --webhook", "templates", true, want},
+		{"several versions", "engine/crd/testdata/folders/versions", false, want},
+		{"several versions, --webhook", "engine/crd/testdata/folders/versions", true, want},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			folders, res := analyzed(t, tc.templates, "crds")
+			var got []rbacv1.PolicyRule
+			for _, o := range Objects(Options{Webhook: tc.webhook}, folders, res).Objects {
+				r, ok := o.Object.(*rbacv1.Role)
+				if !ok || r.Name != DefaultName {
+					continue
+				}
+				for _, rule := range r.Rules {
+					if slices.Contains(rule.Resources, "secrets") {
+						got = append(got, rule)
+					}
+				}
+			}
+			slices.SortFunc(got, func(a, b rbacv1.PolicyRule) int { return len(b.ResourceNames) - len(a.ResourceNames) })
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Secret rules of the operator's Role:\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+	if got, want := (Options{Templates: "templates", Webhook: true}).Command(), "operator rbac --templates templates --webhook"; got != want {
+		t.Errorf("Command() = %q, want %q", got, want)
 	}
 }

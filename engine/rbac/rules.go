@@ -40,6 +40,8 @@ var (
 	// The inventory ConfigMap, by name: read, and merged into (a merge
 	// patch that only adds keys).
 	verbsInventory = []string{"get", "patch"}
+	// verbsWebhookSecret: read, watch and renew the webhook's Secret.
+	verbsWebhookSecret = []string{"get", "list", "update", "watch"}
 	// TokenReviews and SubjectAccessReviews are only created.
 	verbsCreate = []string{"create"}
 	// Leader election, and the shards of a ring (run --sharding): each

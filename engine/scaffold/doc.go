@@ -28,6 +28,13 @@
 //     an existing one refuses the whole scaffold (*ExistsError); files are
 //     created exclusively, so one that appears meanwhile is not overwritten
 //     either.
+//   - Add a version to an existing folder (AddVersion, `operator create
+//     version`): list it in kind.yaml's versions, or make it the hub, by
+//     splicing text where go.yaml.in/yaml/v3's nodes say (every other byte
+//     of kind.yaml stays; the result is decoded and compared with the
+//     original), and write the two identity conversion templates between
+//     it and the hub; the folder must load with the version before
+//     anything is written, and nothing is written over (*ExistsError).
 //
 // # Workflow
 //

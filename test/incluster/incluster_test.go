@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,6 +41,7 @@ func TestInCluster(t *testing.T) {
 
 	t.Run("deploy is accepted by the API server", testDeployDryRun)
 	t.Run("one replica leads while the other stands by warm", testLeaderOnly)
+	t.Run("every replica serves the conversion webhook, which the API server reaches through the Service", testWebhook)
 	t.Run("every example reconciles as the ServiceAccount", testExamples)
 	t.Run("requests outside the generated role are denied", testDenied)
 	t.Run("a kind is added then changed then removed through its ConfigMap", testConfigMapKind)
@@ -144,6 +146,68 @@ func testDeployDryRun(t *testing.T) {
 	if *d.Spec.Replicas != 3 || !slices.Contains(args, "--sharding") || slices.Contains(args, "--leader-elect") {
 		t.Errorf("hack/deploy-sharded: %d replicas, args %q; want 3 replicas with --sharding and no --leader-elect", *d.Spec.Replicas, args)
 	}
+	testDeployCertManager(t)
+}
+
+// testDeployCertManager builds deploy/ with its cert-manager component
+// (hack/deploy-cert-manager) and has the API server dry-run every object
+// but cert-manager's own (this control plane has no cert-manager CRDs):
+// the Deployment it patches must still be valid, and mount the serving
+// Certificate's Secret where --webhook-cert-dir points.
+func testDeployCertManager(t *testing.T) {
+	dir := filepath.Join(env.RepoRoot(), "hack", "deploy-cert-manager")
+	out, err := env.Kubectl(t.Context(), "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kubectl kustomize hack/deploy-cert-manager: %v\n%s", err, out)
+	}
+	var d appsv1.Deployment
+	var kept []string
+	secretOf := map[string]string{} // Certificate -> its Secret
+	for _, doc := range strings.Split(out, "\n---\n") {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case u.GetAPIVersion() == "cert-manager.io/v1":
+			if u.GetKind() == "Certificate" {
+				secretOf[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "secretName")
+			}
+			continue
+		case u.GetKind() == "Deployment":
+			if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kept = append(kept, doc)
+	}
+	path := filepath.Join(t.TempDir(), "deploy-cert-manager.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(kept, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := env.Kubectl(t.Context(), "apply", "--server-side", "--dry-run=server", "-f", path); err != nil {
+		t.Fatalf("kubectl apply --dry-run=server of hack/deploy-cert-manager without cert-manager's objects: %v\n%s", err, out)
+	}
+	pod := d.Spec.Template.Spec
+	var certDir string
+	for _, a := range pod.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--webhook-cert-dir="); ok {
+			certDir = v
+		}
+	}
+	var mounted string
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.MountPath == certDir {
+			for _, v := range pod.Volumes {
+				if v.Name == m.Name && v.Secret != nil {
+					mounted = v.Secret.SecretName
+				}
+			}
+		}
+	}
+	if certDir == "" || mounted == "" || mounted != secretOf["operator-webhook"] {
+		t.Errorf("hack/deploy-cert-manager: --webhook-cert-dir=%q mounts Secret %q; Certificate operator-webhook writes %q", certDir, mounted, secretOf["operator-webhook"])
+	}
 }
 
 // leader returns the replica that leads, waiting for the election.
@@ -238,6 +302,25 @@ func testDenied(t *testing.T) {
 		t.Fatalf("listing Secrets as the operator's ServiceAccount: got %v, want 403 Forbidden", err)
 	}
 	t.Logf("list secrets as the ServiceAccount: %v", err)
+	// The conversion webhook's Secret, by name, is the one it may read:
+	// not another of its namespace.
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-the-webhooks", Namespace: ns}, StringData: map[string]string{"k": "v"}}
+	if _, err := cs.CoreV1().Secrets(ns).Create(t.Context(), other, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Secrets(ns).Delete(context.Background(), other.Name, metav1.DeleteOptions{}) })
+	if _, err := sa.CoreV1().Secrets(ns).Get(t.Context(), other.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading Secret %s/%s as the operator's ServiceAccount: got %v, want 403 Forbidden", ns, other.Name, err)
+	}
+	if _, err := sa.CoreV1().Secrets(ns).Get(t.Context(), webhookSecret, metav1.GetOptions{}); err != nil {
+		t.Errorf("reading the webhook's Secret %s/%s as the operator's ServiceAccount: %v", ns, webhookSecret, err)
+	}
+	// What `kubectl auth can-i --list` shows of it (deploy/rbac.yaml,
+	// operator rbac --webhook): that name, and create, which reads nothing.
+	webhookRules := []string{
+		"secrets [] [" + webhookSecret + "] [get list update watch]",
+		"secrets [] [] [create]",
+	}
 	_, err = sa.AppsV1().DaemonSets("default").Create(t.Context(), &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{DryRun: []string{"All"}})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("creating a DaemonSet (no template renders one): got %v, want 403 Forbidden", err)
@@ -251,6 +334,9 @@ func testDenied(t *testing.T) {
 			f := strings.Fields(line)
 			if len(f) == 0 || strings.HasPrefix(f[0], "[") {
 				continue // non-resource URLs (discovery, granted to every user)
+			}
+			if namespace == ns && slices.Contains(webhookRules, strings.Join(f, " ")) {
+				continue
 			}
 			if strings.HasPrefix(f[0], "secrets") || f[0] == "*" || f[0] == "*.*" || strings.Contains(line, "[*]") {
 				t.Errorf("kubectl auth can-i --list -n %s as the ServiceAccount grants %q", namespace, line)
@@ -296,7 +382,8 @@ func testConfigMapKind(t *testing.T) {
 	}
 	lead, _ := leader(t)
 	cluster.Eventually(t, 10*time.Second, "the leader stops the kind", func(context.Context) (bool, error) {
-		return strings.Contains(lead.Output(), "Kind folder removed: stopping the kind"), nil
+		// This kind's: an earlier subtest's kind stopped too.
+		return strings.Contains(lead.Output(), `Kind folder removed: stopping the kind" kind="Widget.incluster.tmplop.io"`), nil
 	})
 	env.Patch(t, widgets, testNS, "w1", `{"spec":{"color":"red"}}`)
 	time.Sleep(3 * time.Second)

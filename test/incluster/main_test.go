@@ -3,10 +3,12 @@ package incluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +51,17 @@ var (
 	// replicas are the two operator processes, as deploy/ runs them,
 	// started by TestInCluster.
 	replicas [2]*replica
+	// webhookPort is the port every replica's conversion webhook binds, as
+	// in deploy/ (:9443), each on a loopback address of its own
+	// (127.0.0.N: Linux routes all of 127/8 to lo), as Pods have an IP
+	// each, so that a Service can name one replica by its address alone.
+	webhookPort string
+	// webhookHosts counts the loopback addresses handed out.
+	webhookHosts atomic.Int32
 )
+
+// webhookService is deploy/'s --webhook-service (deploy/operator.yaml).
+const webhookService = "operator-webhook"
 
 func TestMain(m *testing.M) { os.Exit(cluster.Main(m, &env, setup)) }
 
@@ -60,6 +72,13 @@ func setup(c *cluster.Cluster) (func(), error) {
 	cs = kubernetes.NewForConfigOrDie(c.Config)
 	var err error
 	if bin, err = harness.BuildOperator(c.RepoRoot()); err != nil {
+		return nil, err
+	}
+	addrs, err := cluster.FreeAddrs(1)
+	if err != nil {
+		return nil, err
+	}
+	if _, webhookPort, err = net.SplitHostPort(addrs[0]); err != nil {
 		return nil, err
 	}
 	root := c.RepoRoot()
@@ -141,17 +160,27 @@ func serviceAccountConfig(ctx context.Context, c *cluster.Cluster, path string) 
 type replica struct {
 	*harness.Operator
 	metrics, health string // host:port
+	webhook         string // host:port, host a loopback address of its own
+}
+
+// webhookArgs are deploy/'s webhook flags, bound to a new loopback address
+// on webhookPort.
+func webhookArgs() (addr string, args []string) {
+	addr = net.JoinHostPort(fmt.Sprintf("127.0.0.%d", webhookHosts.Add(1)), webhookPort)
+	return addr, []string{"--webhook-bind-address", addr, "--webhook-service", ns + "/" + webhookService + ":443"}
 }
 
 // startReplica runs the operator as deploy/ does (ConfigMap folders, leader
-// election), authenticated as deploy/'s ServiceAccount.
+// election, the conversion webhook), authenticated as deploy/'s
+// ServiceAccount.
 func startReplica(t *testing.T, extra ...string) *replica {
 	t.Helper()
 	addrs, err := cluster.FreeAddrs(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{metrics: addrs[0], health: addrs[1]}
+	webhook, webhookFlags := webhookArgs()
+	r := &replica{metrics: addrs[0], health: addrs[1], webhook: webhook}
 	args := append([]string{"run", "--kubeconfig", saKubeconfig,
 		"--configmap-selector", folderLabel + "=true",
 		"--default-service-account", defaultAccount,
@@ -160,7 +189,7 @@ func startReplica(t *testing.T, extra ...string) *replica {
 		"--leader-elect-renew-deadline", (leaseDuration * 2 / 3).String(),
 		"--leader-elect-retry-period", "500ms",
 		"--metrics-bind-address", r.metrics, "--health-probe-bind-address", r.health,
-		"-v", "1"}, extra...)
+		"-v", "1"}, append(webhookFlags, extra...)...)
 	r.Operator = harness.StartOperator(t, bin, args...)
 	return r
 }

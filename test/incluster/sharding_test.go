@@ -22,9 +22,11 @@ const (
 )
 
 // startShard runs the operator as deploy/sharded does (--sharding instead
-// of --leader-elect), as deploy/'s ServiceAccount.
+// of --leader-elect; every shard serves the conversion webhook), as
+// deploy/'s ServiceAccount.
 func startShard(t *testing.T, id string) *harness.Operator {
 	t.Helper()
+	_, webhookFlags := webhookArgs()
 	args := []string{"run", "--kubeconfig", saKubeconfig,
 		"--configmap-selector", folderLabel + "=true",
 		"--default-service-account", defaultAccount,
@@ -33,7 +35,7 @@ func startShard(t *testing.T, id string) *harness.Operator {
 		"--leader-elect-renew-deadline", (leaseDuration * 2 / 3).String(),
 		"--leader-elect-retry-period", "500ms",
 		"-v", "1"}
-	return harness.StartOperator(t, bin, args...)
+	return harness.StartOperator(t, bin, append(args, webhookFlags...)...)
 }
 
 // testSharding: with deploy/'s RBAC, shards assign, hand over and take

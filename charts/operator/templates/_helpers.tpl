@@ -81,6 +81,11 @@ metrics.certManager; empty: the self-signed certificate made at start.
 {{- end -}}
 {{- end -}}
 
+{{/* Where cert-manager's webhook certificate is mounted (webhook.certManager). */}}
+{{- define "operator.webhookCertDir" -}}
+/etc/operator/webhook-certs
+{{- end -}}
+
 {{/* The metrics Service's name in the cluster's DNS: what its certificate is for. */}}
 {{- define "operator.metricsServerName" -}}
 {{- printf "%s-metrics.%s.svc" (include "operator.fullname" .) .Release.Namespace -}}

@@ -11,16 +11,90 @@ import (
 	"github.com/tmplop/operator/engine/scaffold"
 )
 
-// NewCreateCommand groups the scaffolding commands: `create kind`.
+// NewCreateCommand groups the scaffolding commands: `create kind` and
+// `create version`.
 func NewCreateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Scaffold new things: create kind",
+		Short: "Scaffold new things: create kind, create version",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCreateKindCommand())
+	cmd.AddCommand(newCreateKindCommand(), newCreateVersionCommand())
 	return cmd
+}
+
+// newCreateVersionCommand adds a version to an existing kind folder. A
+// command of its own rather than a flag of `create kind`: it edits a
+// folder that exists, from the folder's path and the version alone, where
+// `create kind` makes a new one from a group and a kind and refuses one
+// that exists.
+func newCreateVersionCommand() *cobra.Command {
+	o := scaffold.VersionOptions{}
+	cmd := &cobra.Command{
+		Use:   "version --folder DIR --version V [--hub]",
+		Short: "Add a version to a kind folder, with its two conversion templates",
+		Long: `create version adds an API version to the kind folder --folder (docs/versions.md). It lists
+the version in kind.yaml's versions (made when absent, the current version first) and writes
+the two conversion templates between it and the hub, convert.<from>.<to>.yaml, as identity
+conversions with comments on what to edit. kind.yaml is edited in place: its comments, order
+and blank lines stay.
+
+Without --hub the new version is one more version, of the hub's schema (copied: edit it as the
+version differs). With --hub it becomes the hub, what the templates see, and the version objects
+are stored at: kind.yaml's apiVersion moves to it, its top-level spec is the new version's, and
+the previous hub is listed with a copy of that spec (edit the new hub's as it evolves; the
+operator migrates the stored objects, run --install-crds).
+
+Nothing is overwritten: when a conversion template exists, nothing is written. The folder
+written loads and lints as it is. A folder with a crd.yaml, a Helm chart, and --hub on a folder
+that lists versions already are refused: add those versions by hand.`,
+		Example: `  operator create version --folder templates/memcached --version v1 --hub
+  operator create version --folder templates/memcached --version v1beta1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := scaffold.AddVersion(o)
+			if err != nil {
+				return err
+			}
+			return printVersionCreated(cmd.OutOrStdout(), o, res)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Folder, "folder", "", "the kind folder (required; e.g. templates/memcached)")
+	fl.StringVar(&o.Version, "version", "", "the version to add (required; e.g. v1)")
+	fl.BoolVar(&o.Hub, "hub", false, "make the new version the hub (kind.yaml's apiVersion, what the templates see) and the storage version")
+	for _, f := range []string{"folder", "version"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}
+
+// printVersionCreated lists the files written and what to do next.
+func printVersionCreated(w io.Writer, o scaffold.VersionOptions, res *scaffold.VersionResult) error {
+	var b strings.Builder
+	if o.Hub {
+		fmt.Fprintf(&b, "Added version %s to %s as the hub and storage version (the hub was %s):\n", o.Version, o.Folder, res.Previous)
+	} else {
+		fmt.Fprintf(&b, "Added version %s to %s (the hub is %s):\n", o.Version, o.Folder, res.Hub)
+	}
+	for i, f := range res.Files {
+		what := "written"
+		if i == 0 {
+			what = "edited"
+		}
+		fmt.Fprintf(&b, "  %s (%s)\n", f.Path, what)
+	}
+	templates := filepath.Dir(filepath.Clean(o.Folder))
+	fmt.Fprintf(&b, `
+Next: edit the schemas in %[1]s/kind.yaml and the conversion templates, then
+  operator crd --templates %[2]s --out crds   # the CRD file, now of several versions, if you keep one
+  operator lint --templates %[2]s             # round-trips every sample through each version
+  operator run --templates %[2]s --install-crds --webhook-bind-address :9443
+See docs/versions.md.
+`, o.Folder, templates)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func newCreateKindCommand() *cobra.Command {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"github.com/tmplop/operator/engine/scaffold"
 )
 
@@ -134,5 +136,120 @@ func TestCreateKindErrors(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 		t.Errorf("a refused create wrote %d entries", len(entries))
+	}
+}
+
+// TestCreateVersion evolves a copy of the shipped Memcached folder as
+// docs/versions.md's tutorial does: v1 added as the hub, then v2beta1 as
+// one more version. After each step the CRD is regenerated and `operator
+// lint` finds nothing worse than info (its sample, at v1alpha1, round-trips
+// through every version), the CRD is of several versions with the
+// operator's webhook, and the same version again is refused with nothing
+// written.
+func TestCreateVersion(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	copyTree(t, filepath.Join(root, "templates", "memcached"), filepath.Join("templates", "memcached"))
+	copyTree(t, filepath.Join(root, "examples", "memcached.yaml"), filepath.Join("examples", "memcached.yaml"))
+	lintClean := func(step string) {
+		t.Helper()
+		if out, err := runCommand(t, "crd", "--templates", "templates", "--out", "crds"); err != nil {
+			t.Fatalf("%s: crd: %v\n%s", step, err, out)
+		}
+		if out, err := runCommand(t, "lint", "--templates", "templates", "--fail-on", "warning"); err != nil {
+			t.Errorf("%s: lint: %v\n%s", step, err, out)
+		}
+	}
+	lintClean("before")
+
+	steps := []struct {
+		args      []string
+		hub       string
+		versions  []string
+		templates []string
+	}{
+		{[]string{"--version", "v1", "--hub"}, "cache.example.com/v1", []string{"v1alpha1", "v1"},
+			[]string{"convert.v1.v1alpha1.yaml", "convert.v1alpha1.v1.yaml"}},
+		{[]string{"--version", "v2beta1"}, "cache.example.com/v1", []string{"v1alpha1", "v1", "v2beta1"},
+			[]string{"convert.v1.v1alpha1.yaml", "convert.v1.v2beta1.yaml", "convert.v1alpha1.v1.yaml", "convert.v2beta1.v1.yaml"}},
+	}
+	for _, s := range steps {
+		step := strings.Join(s.args, " ")
+		out, err := runCommand(t, append([]string{"create", "version", "--folder", filepath.Join("templates", "memcached")}, s.args...)...)
+		if err != nil {
+			t.Fatalf("create version %s: %v\n%s", step, err, out)
+		}
+		if !strings.Contains(out, "operator lint --templates templates ") {
+			t.Errorf("create version %s: the output says nothing of what to run next:\n%s", step, out)
+		}
+		lintClean(step)
+		var crd apiextensionsv1.CustomResourceDefinition
+		readYAML(t, filepath.Join("crds", "memcached.yaml"), &crd)
+		var names []string
+		for _, v := range crd.Spec.Versions {
+			names = append(names, v.Name)
+		}
+		if strings.Join(names, " ") != strings.Join(s.versions, " ") || crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+			t.Errorf("create version %s: the CRD's versions %v (want %v), conversion %+v", step, names, s.versions, crd.Spec.Conversion)
+		}
+		var kind struct{ APIVersion string }
+		readYAML(t, filepath.Join("templates", "memcached", "kind.yaml"), &kind)
+		if kind.APIVersion != s.hub {
+			t.Errorf("create version %s: kind.yaml's apiVersion %s, want %s", step, kind.APIVersion, s.hub)
+		}
+		var convs []string
+		entries, _ := os.ReadDir(filepath.Join("templates", "memcached"))
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "convert.") {
+				convs = append(convs, e.Name())
+			}
+		}
+		if strings.Join(convs, " ") != strings.Join(s.templates, " ") {
+			t.Errorf("create version %s: conversion templates %v, want %v", step, convs, s.templates)
+		}
+	}
+
+	before, _ := os.ReadFile(filepath.Join("templates", "memcached", "kind.yaml"))
+	out, err := runCommand(t, "create", "version", "--folder", filepath.Join("templates", "memcached"), "--version", "v2beta1")
+	if err == nil || !strings.Contains(err.Error(), "the kind has version v2beta1 already") {
+		t.Errorf("create version of a version the kind has: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(filepath.Join("templates", "memcached", "kind.yaml")); !bytes.Equal(before, after) {
+		t.Errorf("a refused create version changed kind.yaml")
+	}
+	if _, err := runCommand(t, "create", "version", "--version", "v3"); err == nil || !strings.Contains(err.Error(), `required flag(s) "folder" not set`) {
+		t.Errorf("create version without --folder: %v", err)
+	}
+}
+
+// copyTree copies a file or a directory of files.
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	info, err := os.Stat(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.IsDir() {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		copyTree(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
 	}
 }

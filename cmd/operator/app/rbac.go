@@ -19,6 +19,7 @@ type rbacFlags struct {
 	name           string
 	output         string
 	installCRDs    bool
+	webhook        bool
 }
 
 // defaultCRDs is read by --crds when it is not given and it exists.
@@ -55,6 +56,7 @@ scheme. The output is deterministic: regenerate it whenever the folders change.`
 	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "also grant what run --install-crds needs: get and patch on exactly these folders' CRDs, and create")
+	fl.BoolVar(&f.webhook, "webhook", false, "also grant what run --webhook-bind-address without --webhook-cert-dir needs even when no folder has several versions: the Secret "+rbac.WebhookSecretName+" of its namespace, by name, and create")
 	_ = cmd.MarkFlagRequired("templates")
 	return cmd
 }
@@ -72,7 +74,7 @@ func runRBAC(cmd *cobra.Command, f *rbacFlags) error {
 	errOut := cmd.ErrOrStderr()
 	out, err := rbac.Generate(rbac.Options{
 		Templates: f.templates, CRDs: crds, Namespace: f.namespace, ServiceAccount: f.serviceAccount, Name: f.name,
-		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs,
+		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs, Webhook: f.webhook,
 		Warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
 	})
 	if err != nil {
