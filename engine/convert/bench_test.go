@@ -26,3 +26,17 @@ func BenchmarkConvertList(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(objs)), "ns/object")
 }
+
+// BenchmarkConvert converts one Memcached from v1alpha1 to v1, as a
+// ConversionReview of one object does: what the API server's watch cache
+// of a version asks for each object written (docs/versions.md, Figures).
+func BenchmarkConvert(b *testing.B) {
+	c := memcached(b, nil)
+	in := load(b, "testdata/in/v1alpha1.yaml")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Convert(b.Context(), in, v1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -119,6 +119,27 @@ func parseChain(data map[string][]byte) (*chain, error) {
 	return c, nil
 }
 
+// remake is what a Secret made again holds (deleted while cur is served):
+// a new CA, rolled the way a CA in its last third is, not swapped. The
+// new CA joins cur's CAs in the bundle and cur's certificate is served
+// until the new CA has propagated (next then signs a new one with it): a
+// certificate of the new CA served at once would meet CRDs whose caBundle
+// does not hold it yet, and every conversion would fail until they do.
+// With nothing usable served, a new chain.
+func (p policy) remake(cur *chain, now time.Time) (data map[string][]byte, why string, err error) {
+	if cur == nil || cur.cert == nil || !p.usable(cur.leaf, cur.cas, now) {
+		data, why, _, err := p.next(nil, now)
+		return data, why, err
+	}
+	ca, key, err := p.newCA(now)
+	if err != nil {
+		return nil, "", err
+	}
+	cas := slices.DeleteFunc(slices.Clone(cur.cas), func(x *x509.Certificate) bool { return now.After(x.NotAfter) })
+	data, err = encode(append([]*x509.Certificate{ca}, cas...), key, cur.data[SecretCertKey], cur.data[SecretKeyKey])
+	return data, "Secret made again: CA rolled, the certificate served kept until the new CA has propagated", err
+}
+
 // next says what the Secret should hold at now: nil when cur needs
 // nothing, else the new data and why; and, either way, when to look
 // again.
@@ -155,7 +176,10 @@ func (p policy) next(cur *chain, now time.Time) (data map[string][]byte, why str
 	}
 	leafPEM, leafKey := cur.data[SecretCertKey], cur.data[SecretKeyKey]
 	usable := p.usable(cur.leaf, cas, now)
-	due := !usable || !now.Before(p.renewAt(cur.leaf))
+	// A leaf of an older CA is due too: once the new CA has propagated,
+	// the chain served moves to it (not at the leaf's own renewal, months
+	// later), which is what a CA rolled early (the Secret deleted) is for.
+	due := !usable || !now.Before(p.renewAt(cur.leaf)) || cur.leaf.CheckSignatureFrom(cas[0]) != nil
 	propagated := !now.Before(p.created(cas[0]).Add(p.caPropagation))
 	if due && (propagated || !usable) {
 		if leafPEM, leafKey, err = p.newLeaf(now, cas[0], caKey); err != nil {

@@ -207,3 +207,60 @@ func TestPolicyRepairs(t *testing.T) {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// TestPolicyRemake: a Secret deleted while a chain is served is made
+// again with a new CA rolled in beside the old one, the certificate
+// served kept (the CRDs trust only the old CA yet); once the new CA has
+// propagated, the certificate is signed by it. With nothing usable served,
+// a new chain.
+func TestPolicyRemake(t *testing.T) {
+	p := testPolicy()
+	t0 := time.Now().Truncate(time.Second)
+	cur, _, _ := mustNext(t, p, nil, t0)
+	now := t0.Add(time.Hour)
+	data, why, err := p.remake(cur, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseChain(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.cas) != 2 || c.cas[0].Equal(cur.cas[0]) || !c.cas[1].Equal(cur.cas[0]) || !c.leaf.Equal(cur.leaf) {
+		t.Fatalf("remade (%s): %d CAs, old CA second %v, leaf kept %v; want the new CA, then the old, and the leaf kept",
+			why, len(c.cas), len(c.cas) > 1 && c.cas[1].Equal(cur.cas[0]), c.leaf.Equal(cur.leaf))
+	}
+	if err := verify(c, "127.0.0.1", now); err != nil {
+		t.Errorf("the certificate served does not verify against the remade bundle: %v", err)
+	}
+	// The new CA is created at now (its NotBefore is back-dated by the
+	// skew): nothing moves before the propagation, and the leaf moves to
+	// the new CA after it.
+	if next, why, recheck := mustNext(t, p, c, now.Add(p.caPropagation-time.Minute)); next != c {
+		t.Errorf("before the propagation: changed (%s)", why)
+	} else if recheck.After(now.Add(p.caPropagation)) {
+		t.Errorf("recheck %v after the propagation's end", recheck.Sub(now))
+	}
+	next, why, _ := mustNext(t, p, c, now.Add(p.caPropagation+time.Second))
+	if why != "serving certificate renewed" || next.leaf.CheckSignatureFrom(next.cas[0]) != nil || len(next.cas) != 2 {
+		t.Errorf("after the propagation: %q, leaf of the new CA %v, CAs %d", why, next.leaf.CheckSignatureFrom(next.cas[0]) == nil, len(next.cas))
+	}
+
+	for name, cur := range map[string]*chain{"none served": nil, "expired": cur} {
+		at := t0
+		if cur != nil {
+			at = t0.Add(31 * time.Hour)
+		}
+		data, _, err := p.remake(cur, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := parseChain(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.cas) != 1 || c.leaf.CheckSignatureFrom(c.cas[0]) != nil {
+			t.Errorf("%s: %d CAs, leaf of the CA %v; want a new chain", name, len(c.cas), c.leaf.CheckSignatureFrom(c.cas[0]) == nil)
+		}
+	}
+}

@@ -188,9 +188,10 @@ func (k *keeper) look(ctx context.Context) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%d conflicting writes in a row", conflictAttempts)
 }
 
-// create makes the Secret with a new chain.
+// create makes the Secret: a new chain, or, when it was deleted while a
+// chain is served, that chain with a new CA rolled in (policy.remake).
 func (k *keeper) create(ctx context.Context) (*corev1.Secret, error) {
-	data, _, _, err := k.policy.next(nil, k.now())
+	data, why, err := k.policy.remake(k.current.Load(), k.now())
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +203,7 @@ func (k *keeper) create(ctx context.Context) (*corev1.Secret, error) {
 		Data: data,
 	})
 	if err == nil {
-		klog.FromContext(ctx).Info("Webhook certificate made", "secret", klog.KObj(s), "resourceVersion", s.ResourceVersion)
+		klog.FromContext(ctx).Info("Webhook certificate made", "secret", klog.KObj(s), "resourceVersion", s.ResourceVersion, "why", why)
 	}
 	return s, err
 }

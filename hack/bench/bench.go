@@ -36,6 +36,9 @@ type benchFlags struct {
 	// controller is -controller: the hand-written controller too, cold
 	// only, after each operator run.
 	controller bool
+	// conversion is -conversion: the conversion webhook's mode alone
+	// (conversion.go).
+	conversion bool
 }
 
 // bench is one N's run: its control plane, its clients and where it keeps
@@ -65,6 +68,7 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile of the operator's last cold run, as it exits after the rest, to this file, suffixed with N")
 	fs.IntVar(&f.shards, "shards", 0, "also run the operator as this many replicas, the shards of one ring (run --sharding), cold only, after each operator run on a fresh control plane, and write <report>-sharded.{md,json} (0: not; at least 2)")
 	fs.BoolVar(&f.controller, "controller", false, "also run a hand-written controller for the BenchApp (`bench controller`: informers, a work queue, listers; the limit's writes), cold only, after each operator run on a fresh control plane")
+	fs.BoolVar(&f.conversion, "conversion", false, "measure the CRD conversion webhook instead: per N a LIST of N objects at the version the API server converts, through the operator's webhook and through conversion None (interleaved, -runs each), the render of the conversions in-process and the operator's peak RSS; writes benchmarks-conversion.{md,json}")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -97,6 +101,12 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	f, err := parseBenchFlags(args)
 	if err != nil {
 		return err
+	}
+	if f.conversion {
+		if f.render != "" {
+			return rerenderConversion(f.render, f.out)
+		}
+		return runConversionBench(ctx, f, args, log)
 	}
 	if f.render != "" {
 		return rerender(f.render, f.out)

@@ -32,6 +32,13 @@
 //
 //	go run . -n 1000 -controller -out /tmp/bench-controller
 //
+// With -conversion it measures the CRD conversion webhook instead (a LIST
+// of N objects at the version the API server converts, through the
+// operator's webhook and through conversion None; the writes that convert;
+// the render; the operator's RSS) and writes benchmarks-conversion.{md,json}:
+//
+//	go run . -conversion -n 1000 -runs 5 -out /tmp/bench-conv
+//
 // It needs `make cluster-bin`.
 package main
 

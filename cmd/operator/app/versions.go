@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,6 +36,7 @@ type webhookFlags struct {
 	url           string
 	service       string
 	certDir       string
+	caPropagation time.Duration
 	migrationRate float64
 }
 
@@ -45,6 +47,7 @@ func addWebhookFlags(fl *pflag.FlagSet, f *webhookFlags) {
 	fl.StringVar(&f.url, "webhook-url", "", "with --install-crds, the URL the API server calls the conversion webhook at (default: https://127.0.0.1:<port>/convert, for a local run)")
 	fl.StringVar(&f.service, "webhook-service", "", "with --install-crds, the Service the API server calls the conversion webhook through, namespace/name[:port] (deploy/ sets it); its names are in the certificate the operator makes")
 	fl.StringVar(&f.certDir, "webhook-cert-dir", "", "directory of the webhook's tls.crt, tls.key and ca.crt (a cert-manager Secret), read again when they change (default: a CA and a certificate the operator makes, kept in a Secret of --state-namespace that every replica serves)")
+	fl.DurationVar(&f.caPropagation, "webhook-ca-propagation", webhook.DefaultCAPropagation, "how long a new CA of the webhook's Secret is in the CRDs' caBundle before it signs the certificate served (the API server must trust it first); shorter only where the bundle reaches every CRD faster (--install-crds re-injects it at once)")
 	fl.Float64Var(&f.migrationRate, "storage-migration-rate", migrate.DefaultRate, "objects a second written back when a kind's storage version changes (--install-crds)")
 }
 
@@ -120,7 +123,7 @@ func startWebhook(ctx context.Context, f webhookFlags, client *kube.Client, stat
 	}
 	opts := webhook.Options{
 		Address: f.addr, Converters: conv, Observer: metrics.ConversionObserver(),
-		CertDir: f.certDir, Client: client, Namespace: stateNamespace,
+		CertDir: f.certDir, Client: client, Namespace: stateNamespace, CAPropagation: f.caPropagation,
 	}
 	var svc *apiextensionsv1.ServiceReference
 	if f.service != "" {
