@@ -30,7 +30,7 @@ import (
 //
 // On one fresh plane: the operator runs with --install-crds and
 // --webhook-bind-address on the Memcached of two versions
-// (test/author/testdata/versions/memcached: v1 the hub and storage
+// (examples/versions/templates/memcached: v1 the hub and storage
 // version, v1alpha1 converted by templates), and installs its CRD, whose
 // conversion is the webhook. The baseline is the same CRD under another
 // group, its v1alpha1 of v1's schema and its conversion None: the API
@@ -50,7 +50,7 @@ const (
 	convNamespace = "conv"
 	convGroup     = "cache.example.com"
 	baseGroup     = "none.bench.tmplop.io"
-	convFolder    = "test/author/testdata/versions/memcached"
+	convFolder    = "examples/versions/templates/memcached"
 	convFiles     = "benchmarks-conversion"
 )
 

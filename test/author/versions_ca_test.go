@@ -59,7 +59,7 @@ func TestVersionsCARolled(t *testing.T) {
 	t.Cleanup(func() { _, _ = env.Kubectl(context.Background(), "delete", "crd", crdName, "--wait=false") })
 	ns := env.Namespace(t)
 	templates := t.TempDir()
-	if err := os.CopyFS(filepath.Join(templates, "memcached"), os.DirFS(filepath.Join("testdata", "versions", "memcached"))); err != nil {
+	if err := os.CopyFS(filepath.Join(templates, "memcached"), os.DirFS(filepath.Join(env.RepoRoot(), "examples", "versions", "templates", "memcached"))); err != nil {
 		t.Fatal(err)
 	}
 	// A short propagation, so that the new CA signs within the test; the
