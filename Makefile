@@ -104,6 +104,17 @@ bench: cluster-bin
 	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/... ./test/examples/
 	cd hack/bench && env -u KUBECONFIG $(GO) run . -kind $(BENCH_KIND) -n $(BENCH_N) $(BENCH_FLAGS) -out ../../docs
 
+## bench-conversion: the CRD conversion webhook of a kind of two versions on
+## the local control plane (hack/bench -conversion, about 5 minutes): a LIST
+## of BENCH_CONVERSION_N objects at the converted version beside conversion
+## None, the writes the version's watch cache converts, the render's time per
+## object and the operator's RSS; writes docs/benchmarks-conversion.{md,json}
+## (docs/versions.md).
+BENCH_CONVERSION_N ?= 1000
+.PHONY: bench-conversion
+bench-conversion: cluster-bin
+	cd hack/bench && env -u KUBECONFIG $(GO) run . -conversion -n $(BENCH_CONVERSION_N) -runs 5 -out ../../docs
+
 ## test-sharding-chaos: only the chaos run of make test (test/sharding
 ## TestChaos: three shards behind fault proxies, SIGKILLed and replaced
 ## while objects are created, changed and deleted), CHAOS_RUNS times
@@ -139,13 +150,17 @@ bench-sharded: cluster-bin
 ## Deployment runs (push it first: docs/image.md). undeploy removes them,
 ## leaving the CRDs and so every custom resource in place. deploy-sharded
 ## is deploy with 3 replicas as shards of one ring instead of a leader and a
-## standby (deploy/sharding, docs/sharding.md).
+## standby (deploy/sharding, docs/sharding.md); deploy-cert-manager is deploy
+## with the conversion webhook's certificate from cert-manager
+## (deploy/cert-manager, docs/versions.md).
 DEPLOY_IMAGE ?= operator:$(VERSION)
 DEPLOY_KUBECTL ?= $(shell command -v kubectl || echo $(KUBECTL))
 DEPLOY_KUSTOMIZATION ?= deploy
-.PHONY: deploy deploy-sharded undeploy
+.PHONY: deploy deploy-sharded deploy-cert-manager undeploy
 deploy-sharded:
 	$(MAKE) deploy DEPLOY_KUSTOMIZATION=hack/deploy-sharded
+deploy-cert-manager:
+	$(MAKE) deploy DEPLOY_KUSTOMIZATION=hack/deploy-cert-manager
 deploy:
 	$(DEPLOY_KUBECTL) kustomize $(DEPLOY_KUSTOMIZATION) | sed 's|image: operator:[^ ]*$$|image: $(DEPLOY_IMAGE)|' | $(DEPLOY_KUBECTL) apply --server-side -f -
 	$(DEPLOY_KUBECTL) apply --server-side -f crds/
