@@ -72,7 +72,7 @@ func TestUnified(t *testing.T) {
 		"one line changed amid context": {
 			before: map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8", "i": "9"},
 			after:  map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "X", "f": "6", "g": "7", "h": "8", "i": "9"},
-			want: "--- a/x\n+++ b/x\n@@ -2,7 +2,7 @@\n b: \"2\"\n c: \"3\"\n d: \"4\"\n-e: \"5\"\n+e: X\n f: \"6\"\n g: \"7\"\n h: \"8\"\n",
+			want:   "--- a/x\n+++ b/x\n@@ -2,7 +2,7 @@\n b: \"2\"\n c: \"3\"\n d: \"4\"\n-e: \"5\"\n+e: X\n f: \"6\"\n g: \"7\"\n h: \"8\"\n",
 		},
 		"created": {
 			after: map[string]any{"a": "1"},
