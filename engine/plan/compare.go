@@ -199,18 +199,34 @@ func normalize(m map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// merge writes src's values over dst's: maps merged key by key, anything
-// else (lists too) replaced, as a local stand-in for the server's merge.
+// merge writes src's values over dst's, as a local stand-in for the
+// server's merge: maps merged key by key, lists of the same length element
+// by element (a container keeps the fields the API server defaulted), any
+// other value replaced. It cannot know what the server would default in
+// a new element, nor which fields the manager stops owning: a local diff
+// shows what changes, not what goes.
 func merge(dst, src map[string]any) {
 	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				merge(dm, sm)
-				continue
-			}
-		}
-		dst[k] = runtime.DeepCopyJSONValue(v)
+		dst[k] = mergeValue(dst[k], v)
 	}
+}
+
+func mergeValue(dst, src any) any {
+	switch s := src.(type) {
+	case map[string]any:
+		if d, ok := dst.(map[string]any); ok {
+			merge(d, s)
+			return d
+		}
+	case []any:
+		if d, ok := dst.([]any); ok && len(d) == len(s) {
+			for i := range s {
+				d[i] = mergeValue(d[i], s[i])
+			}
+			return d
+		}
+	}
+	return runtime.DeepCopyJSONValue(src)
 }
 
 // pruned are the parent's live children that no planned child keeps, as

@@ -95,3 +95,32 @@ func TestUnified(t *testing.T) {
 		})
 	}
 }
+
+func TestMerge(t *testing.T) {
+	live := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+		"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "web", "image": "old", "imagePullPolicy": "IfNotPresent"}},
+			"ports":      []any{int64(80)},
+		},
+	}
+	desired := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"b": "2"}},
+		"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "web", "image": "new"}},
+			"ports":      []any{int64(80), int64(443)},
+		},
+	}
+	merge(live, desired)
+	want := []string{".metadata.labels.b", ".spec.containers[0].image", ".spec.ports"}
+	orig := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "1"}},
+		"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "web", "image": "old", "imagePullPolicy": "IfNotPresent"}},
+			"ports":      []any{int64(80)},
+		},
+	}
+	if got := Paths(orig, live); !slices.Equal(got, want) {
+		t.Errorf("merge changed %q, want %q (the defaulted imagePullPolicy and the other label kept)", got, want)
+	}
+}
