@@ -160,6 +160,8 @@ type Options struct {
 	Progress func(done, total int)
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Warn is told what the plan could not see; nil: not told.
+	Warn func(msg string)
 }
 
 // DefaultWorkers is how many objects are planned at once.
@@ -297,15 +299,17 @@ func (p *planner) listChildren(ctx context.Context, rs []*rendered) error {
 		}
 	}
 	namespaces := map[string]bool{}
+	planned := map[schema.GroupKind]bool{}
 	for _, r := range rs {
 		namespaces[r.obj.GetNamespace()] = true
 		if r.plan == nil {
 			continue
 		}
 		for _, c := range r.plan.Children {
-			gks[c.Object.GroupVersionKind().GroupKind()] = true
+			planned[c.Object.GroupVersionKind().GroupKind()] = true
 		}
 	}
+	maps.Copy(gks, planned)
 	p.live = map[string]map[apply.Key]*unstructured.Unstructured{}
 	for _, gk := range slices.SortedFunc(maps.Keys(gks), func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }) {
 		m, err := p.opts.Client.PreferredKind(gk)
@@ -316,6 +320,12 @@ func (p *planner) listChildren(ctx context.Context, rs []*rendered) error {
 			return fmt.Errorf("map %s: %w", gk, err)
 		}
 		items, err := p.list(ctx, m, namespaces)
+		if apierrors.IsForbidden(err) && !planned[gk] {
+			// A kind the templates no longer render, which a role made
+			// for these folders (operator rbac --plan) does not cover.
+			p.warn(fmt.Sprintf("cannot list the children of kind %s, which no template renders any more (%v): those that remain are not listed as pruned", gk, err))
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -329,6 +339,12 @@ func (p *planner) listChildren(ctx context.Context, rs []*rendered) error {
 		}
 	}
 	return nil
+}
+
+func (p *planner) warn(msg string) {
+	if p.opts.Warn != nil {
+		p.opts.Warn(msg)
+	}
 }
 
 // list lists the operator's children of m in every namespace; an identity

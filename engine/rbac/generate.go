@@ -64,6 +64,10 @@ type Options struct {
 	// exactly the folders' CRDs, and create (which RBAC cannot restrict by
 	// name; creating cannot change an existing CRD).
 	InstallCRDs bool
+	// Plan generates, instead of the operator's RBAC, the read-only roles
+	// of `operator plan` (PlanObjects); PlanDryRun adds the create and
+	// patch its dry-run applies need.
+	Plan, PlanDryRun bool
 }
 
 func (o *Options) warn(msg string) {
@@ -153,6 +157,12 @@ func (o Options) Command() string {
 	if o.InstallCRDs {
 		args = append(args, "--install-crds")
 	}
+	if o.Plan {
+		args = append(args, "--plan")
+	}
+	if o.PlanDryRun {
+		args = append(args, "--plan-dry-run")
+	}
 	return strings.Join(args, " ")
 }
 
@@ -200,6 +210,9 @@ func Generate(o Options) ([]byte, error) {
 		return nil, err
 	}
 	res.Warn = o.Warn
+	if o.Plan || o.PlanDryRun {
+		return PlanObjects(o, folders, res).YAML()
+	}
 	return Objects(o, folders, res).YAML()
 }
 

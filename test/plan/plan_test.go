@@ -37,10 +37,16 @@ var (
 	childResources = []schema.GroupVersionResource{deployments, configMaps}
 )
 
-const (
-	manager = "plan-test"
-	objects = 200
-)
+const manager = "plan-test"
+
+// objects is how many objects TestPlanMatchesReconcile plans: 200, or
+// PLAN_TEST_OBJECTS (docs/plan.md's 1,000-object figure).
+var objects = func() int {
+	if n, err := strconv.Atoi(os.Getenv("PLAN_TEST_OBJECTS")); err == nil && n > 0 {
+		return n
+	}
+	return 200
+}()
 
 // report is `operator plan -o json`.
 type report struct {
@@ -69,7 +75,7 @@ func TestPlanMatchesReconcile(t *testing.T) {
 	templates := t.TempDir()
 	copyFolder(t, "v1", templates)
 	for i := range objects {
-		env.CreateSpec(t, planApps, "PlanApp", ns, fmt.Sprintf("app-%03d", i), map[string]any{"size": int64(i % 5)})
+		env.CreateSpec(t, planApps, "PlanApp", ns, fmt.Sprintf("app-%04d", i), map[string]any{"size": int64(i % 5)})
 	}
 
 	t.Log("the operator serves v1 until every object is reconciled, then stops")
@@ -123,6 +129,13 @@ func TestPlanMatchesReconcile(t *testing.T) {
 	t.Logf("plan of the changed folder, %d objects: %s (%d dry-run applies)", objects, took.Round(time.Millisecond), d.dryRuns)
 	decode(t, out, &r)
 	planned, plannedStatus := plannedChanges(r)
+	for _, o := range r.Objects {
+		for _, c := range o.Children {
+			if c.Local {
+				t.Errorf("%s/%s: %s compared locally: the admin's dry-run was refused?", o.Namespace, o.Name, c.Label())
+			}
+		}
+	}
 
 	t.Log("the operator serves v2; what changed at the API server")
 	op = harness.StartOperator(t, bin, "run", "--kubeconfig", env.Kubeconfig, "--templates", templates,
@@ -180,7 +193,7 @@ func TestPlanReadOnly(t *testing.T) {
 	decode(t, out, &admin)
 
 	t.Log("a read-only user's plan")
-	reader := readOnlyKubeconfig(ctx, t, ns)
+	reader := readOnlyKubeconfig(ctx, t, ns, templates)
 	before := scrapeWrites(t)
 	code, out, stderr = runPlanAs(t, reader, ns, templates)
 	after := scrapeWrites(t)
@@ -211,7 +224,7 @@ func TestPlanReadOnly(t *testing.T) {
 func installCRD(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	if out, err := env.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join("testdata", "crd.yaml")); err != nil {
+	if out, err := env.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join("testdata", "crds", "crd.yaml")); err != nil {
 		t.Fatalf("install the CRD: %v\n%s", err, out)
 	}
 	if out, err := env.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/planapps.plan.test.tmplop.io"); err != nil {
@@ -518,38 +531,38 @@ func scrapeWrites(t *testing.T) writes {
 }
 
 // readOnlyKubeconfig writes a kubeconfig of the admin's that impersonates
-// a user who may only get, list and watch the test's kinds and read the
-// inventory: what `operator rbac --plan` grants without --dry-run.
-func readOnlyKubeconfig(ctx context.Context, t *testing.T, ns string) string {
+// a user who holds only the roles `operator rbac --plan` prints for the
+// folders: reads, no dry-run.
+func readOnlyKubeconfig(ctx context.Context, t *testing.T, ns, templates string) string {
 	t.Helper()
 	user := "plan-reader-" + ns
-	role := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: %[1]s}
-rules:
-  - apiGroups: [plan.test.tmplop.io]
-    resources: [planapps]
-    verbs: [get, list, watch]
-  - apiGroups: [apps]
-    resources: [deployments]
-    verbs: [get, list, watch]
-  - apiGroups: [""]
-    resources: [configmaps]
-    verbs: [get, list, watch]
----
+	cmd := exec.Command(bin, "rbac", "--templates", templates, "--crds", filepath.Join("testdata", "crds"), "--plan",
+		"--name", user, "--namespace", ns, "--field-manager", manager)
+	roles, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("operator rbac --plan: %v", err)
+	}
+	bindings := fmt.Sprintf(`---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
-metadata: {name: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
+metadata: {name: %[1]s-plan}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s-plan}
 subjects:
   - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}
-`, user)
-	path := filepath.Join(t.TempDir(), "role.yaml")
-	if err := os.WriteFile(path, []byte(role), 0o600); err != nil {
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[1]s-plan, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s-plan}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}
+`, user, ns)
+	path := filepath.Join(t.TempDir(), "rbac.yaml")
+	if err := os.WriteFile(path, append(roles, bindings...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := env.Kubectl(ctx, "apply", "-f", path); err != nil {
-		t.Fatalf("apply the read-only role: %v\n%s", err, out)
+		t.Fatalf("apply the plan's roles: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
 		_, _ = env.Kubectl(context.Background(), "delete", "-f", path, "--wait=false")

@@ -172,7 +172,8 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 	if err != nil {
 		return failed(err)
 	}
-	inv := &readOnlyInventory{store: inventory.New(base, f.stateNamespace, invName), warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) }}
+	warn := func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) }
+	inv := &readOnlyInventory{store: inventory.New(base, f.stateNamespace, invName), warn: warn}
 	color := f.color == "always" || (f.color == "auto" && isTerminal(out) && os.Getenv("NO_COLOR") == "")
 	progress := isTerminal(errOut) && f.output == "text"
 	report := planReport{Objects: []plan.Object{}}
@@ -189,7 +190,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 		}
 		opts := plan.Options{
 			Client: client, Manager: f.fieldManager, Budget: f.budget, Inventory: inv, Workers: f.workers, Local: f.local,
-			Bounds: ownership.Bounds{Namespace: f.watchNamespace, Protected: f.protected},
+			Bounds: ownership.Bounds{Namespace: f.watchNamespace, Protected: f.protected}, Warn: warn,
 		}
 		if k.ReadsCluster() {
 			v, apis, err := client.Cluster()

@@ -19,6 +19,8 @@ type rbacFlags struct {
 	name           string
 	output         string
 	installCRDs    bool
+	plan           bool
+	planDryRun     bool
 }
 
 // defaultCRDs is read by --crds when it is not given and it exists.
@@ -55,6 +57,8 @@ scheme. The output is deterministic: regenerate it whenever the folders change.`
 	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "also grant what run --install-crds needs: get and patch on exactly these folders' CRDs, and create")
+	fl.BoolVar(&f.plan, "plan", false, "print instead the read-only roles `operator plan` needs over these folders (a ClusterRole and the inventory's Role, unbound): its changed children are then compared locally")
+	fl.BoolVar(&f.planDryRun, "plan-dry-run", false, "as --plan, with the create and patch that its dry-run applies need (RBAC cannot grant a dry-run alone)")
 	_ = cmd.MarkFlagRequired("templates")
 	return cmd
 }
@@ -72,7 +76,7 @@ func runRBAC(cmd *cobra.Command, f *rbacFlags) error {
 	errOut := cmd.ErrOrStderr()
 	out, err := rbac.Generate(rbac.Options{
 		Templates: f.templates, CRDs: crds, Namespace: f.namespace, ServiceAccount: f.serviceAccount, Name: f.name,
-		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs,
+		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs, Plan: f.plan, PlanDryRun: f.planDryRun,
 		Warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
 	})
 	if err != nil {
