@@ -192,6 +192,32 @@ func TestPlanReadOnly(t *testing.T) {
 	var admin report
 	decode(t, out, &admin)
 
+	t.Log("the same plan as text: a summary line per object, the diffs, the total; no colour off a terminal")
+	cmd := exec.Command(bin, "plan", "--kubeconfig", env.Kubeconfig, "--templates", templates, "--folder", "planapp",
+		"-n", ns, "--state-namespace", ns, "--field-manager", manager)
+	text, err := cmd.Output()
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("text plan: exit %d (%v), want 1\n%s", cmd.ProcessState.ExitCode(), err, text)
+	}
+	for _, want := range []string{
+		"planapp/" + ns + "/ro-01: 0 to change, 1 to create, 0 to prune\n",
+		"  + ConfigMap " + ns + "/ro-01-extra (extra.yaml)\n",
+		"planapp/" + ns + "/ro-03: 1 to change, 0 to create, 0 to prune, status changes\n",
+		"  ~ Deployment " + ns + "/ro-03 (deployment.yaml)\n",
+		"    +    tier: big\n",
+		"    +  big: true\n",
+		"planapp/" + ns + "/ro-04: 1 to change, 0 to create, 1 to prune, status changes\n",
+		"  - ConfigMap " + ns + "/ro-04-settings (settings.yaml)\n",
+		"Plan: 10 objects, 8 with changes: 6 to change, 2 to create, 2 to prune, 4 status changes, 0 errors",
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("text plan lacks %q:\n%s", want, text)
+		}
+	}
+	if bytes.Contains(text, []byte("\033[")) {
+		t.Errorf("text plan off a terminal has colour codes:\n%s", text)
+	}
+
 	t.Log("a read-only user's plan")
 	reader := readOnlyKubeconfig(ctx, t, ns, templates)
 	before := scrapeWrites(t)
