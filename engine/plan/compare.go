@@ -30,6 +30,9 @@ func (p *planner) compare(ctx context.Context, r *rendered) {
 	if r.plan == nil {
 		return
 	}
+	if r.plan.NeedsFinalizer() && !slices.Contains(r.obj.GetFinalizers(), reconcile.Finalizer) {
+		r.out.Finalizer = reconcile.Finalizer
+	}
 	uid := string(r.obj.GetUID())
 	keep := map[apply.Key]bool{}
 	after := make([]*unstructured.Unstructured, 0, len(r.plan.Children))

@@ -86,6 +86,10 @@ type Object struct {
 	Children  []Child `json:"children,omitempty"`
 	// Status is nil when the status would not change.
 	Status *Status `json:"status,omitempty"`
+	// Finalizer is the finalizer a reconcile would add to the object
+	// (reconcile.Finalizer: children outside its namespace, or delete
+	// steps with children); "" for none.
+	Finalizer string `json:"finalizer,omitempty"`
 	// Error is why the object cannot be planned (its render failed): a
 	// reconcile would fail the same way.
 	Error string `json:"error,omitempty"`
@@ -131,7 +135,7 @@ func (o *Object) Counts() Counts {
 // Changed reports whether a reconcile of o would write anything.
 func (o *Object) Changed() bool {
 	c := o.Counts()
-	return c.Change+c.Create+c.Prune > 0 || o.Status != nil
+	return c.Change+c.Create+c.Prune > 0 || o.Status != nil || o.Finalizer != ""
 }
 
 // Options are how a plan is made: as the operator would reconcile.

@@ -42,6 +42,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 		if o.Error != "" {
 			fmt.Fprintf(w, "  %s %s\n", paint(ansiRed, "error:"), o.Error)
 		}
+		if o.Finalizer != "" {
+			fmt.Fprintln(w, paint(ansiYellow, "  + finalizer "+o.Finalizer))
+		}
 		for _, ch := range o.Children {
 			sign, code := "~", ansiYellow
 			switch ch.Action {
