@@ -51,6 +51,7 @@ var objects = func() int {
 // report is `operator plan -o json`.
 type report struct {
 	Objects []plan.Object `json:"objects"`
+	Errors  []string      `json:"errors"`
 	Total   struct {
 		plan.Counts
 		Objects int     `json:"objects"`
@@ -216,6 +217,25 @@ func TestPlanReadOnly(t *testing.T) {
 	}
 	if bytes.Contains(text, []byte("\033[")) {
 		t.Errorf("text plan off a terminal has colour codes:\n%s", text)
+	}
+
+	t.Log("a folder whose kind is not served: exit 2, the error said, the other folder planned")
+	if err := os.CopyFS(filepath.Join(templates, "ghostapp"), os.DirFS(filepath.Join("testdata", "ghost", "ghostapp"))); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(bin, "plan", "--kubeconfig", env.Kubeconfig, "--templates", templates,
+		"-n", ns, "--state-namespace", ns, "--field-manager", manager, "-o", "json")
+	withGhost, _ := cmd.Output()
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Fatalf("plan with an unserved kind: exit %d, want 2\n%s", code, withGhost)
+	}
+	var ghost report
+	decode(t, string(withGhost), &ghost)
+	if len(ghost.Errors) != 1 || !strings.Contains(ghost.Errors[0], "GhostApp") || len(ghost.Objects) != len(admin.Objects) {
+		t.Errorf("plan with an unserved kind: errors %q and %d objects, want GhostApp's error and the %d objects of planapp", ghost.Errors, len(ghost.Objects), len(admin.Objects))
+	}
+	if err := os.RemoveAll(filepath.Join(templates, "ghostapp")); err != nil {
+		t.Fatal(err)
 	}
 
 	t.Log("a read-only user's plan")

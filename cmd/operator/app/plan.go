@@ -122,7 +122,10 @@ func failed(err error) error { return &exitCode{code: planFailed, err: err} }
 // planReport is plan's JSON output.
 type planReport struct {
 	Objects []plan.Object `json:"objects"`
-	Total   planTotal     `json:"total"`
+	// Errors are the kinds that could not be planned at all (not served,
+	// their objects or children not readable).
+	Errors []string  `json:"errors,omitempty"`
+	Total  planTotal `json:"total"`
 }
 
 type planTotal struct {
@@ -184,9 +187,20 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 				return failed(fmt.Errorf("kind %s: %w", k.GVK.Kind, err))
 			}
 		}
+		// A kind that cannot be planned is reported, and the others are
+		// planned still.
+		kindFailed := func(err error) {
+			msg := fmt.Sprintf("folder %s (kind %s): %v", k.Name, k.GVK.GroupKind(), err)
+			report.Errors = append(report.Errors, msg)
+			report.Total.Errors++
+			if f.output == "text" {
+				fmt.Fprintln(errOut, "Error:", msg)
+			}
+		}
 		objs, err := plan.Objects(ctx, client, k, namespace, name)
 		if err != nil {
-			return failed(err)
+			kindFailed(err)
+			continue
 		}
 		opts := plan.Options{
 			Client: client, Manager: f.fieldManager, Budget: f.budget, Inventory: inv, Workers: f.workers, Local: f.local,
@@ -195,7 +209,8 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 		if k.ReadsCluster() {
 			v, apis, err := client.Cluster()
 			if err != nil {
-				return failed(fmt.Errorf("kind %s: read the cluster's capabilities: %w", k.GVK.Kind, err))
+				kindFailed(fmt.Errorf("read the cluster's capabilities: %w", err))
+				continue
 			}
 			opts.Cluster = catalog.Cluster{KubeVersion: v, APIVersions: apis}
 		}
@@ -209,7 +224,8 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 		}
 		planned, err := plan.Run(ctx, k, objs, opts)
 		if err != nil {
-			return failed(fmt.Errorf("kind %s: %w", k.GVK.Kind, err))
+			kindFailed(err)
+			continue
 		}
 		for i := range planned {
 			o := &planned[i]
