@@ -103,7 +103,8 @@ func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, 
 	} else {
 		out.Action = Change
 	}
-	if out.Diff, err = Unified(label, before, planned); err != nil {
+	shownBefore, shownAfter := maskSecrets(out.Kind, out.APIVersion, before, planned)
+	if out.Diff, err = Unified(label, shownBefore, shownAfter); err != nil {
 		out.Error = fmt.Sprintf("diff: %v", err)
 	}
 	return out, key, result
@@ -248,7 +249,8 @@ func (p *planner) pruned(owned map[apply.Key]*unstructured.Unstructured, keep ma
 		ch := Child{Template: o.GetAnnotations()[ownership.AnnotationTemplate], APIVersion: o.GetAPIVersion(), Kind: o.GetKind(),
 			Namespace: o.GetNamespace(), Name: o.GetName(), Action: Prune}
 		var err error
-		if ch.Diff, err = Unified(ch.Label(), Clean(o.Object), nil); err != nil {
+		shown, _ := maskSecrets(ch.Kind, ch.APIVersion, Clean(o.Object), nil)
+		if ch.Diff, err = Unified(ch.Label(), shown, nil); err != nil {
 			ch.Error = fmt.Sprintf("diff: %v", err)
 		}
 		out = append(out, ch)

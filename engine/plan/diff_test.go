@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -122,5 +124,36 @@ func TestMerge(t *testing.T) {
 	}
 	if got := Paths(orig, live); !slices.Equal(got, want) {
 		t.Errorf("merge changed %q, want %q (the defaulted imagePullPolicy and the other label kept)", got, want)
+	}
+}
+
+func TestMaskSecrets(t *testing.T) {
+	before := map[string]any{"kind": "Secret", "data": map[string]any{"same": "c2FtZQ==", "changed": "b2xk", "gone": "eA=="}}
+	after := map[string]any{"kind": "Secret", "data": map[string]any{"same": "c2FtZQ==", "changed": "bmV3", "new": "eQ=="}}
+	b, a := maskSecrets("Secret", "v1", before, after)
+	wantB := map[string]any{"same": "***", "changed": "*** (before)", "gone": "*** (before)"}
+	wantA := map[string]any{"same": "***", "changed": "*** (after)", "new": "*** (after)"}
+	if !reflect.DeepEqual(b["data"], wantB) || !reflect.DeepEqual(a["data"], wantA) {
+		t.Errorf("masked = %v, %v; want %v, %v", b["data"], a["data"], wantB, wantA)
+	}
+	if before["data"].(map[string]any)["changed"] != "b2xk" {
+		t.Error("maskSecrets changed its argument")
+	}
+	d, err := Unified("s", b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"c2FtZQ==", "b2xk", "bmV3", "eA==", "eQ=="} {
+		if strings.Contains(d, secret) {
+			t.Errorf("the diff shows the value %s:\n%s", secret, d)
+		}
+	}
+	created, _ := maskSecrets("Secret", "v1", nil, after)
+	if created != nil {
+		t.Errorf("a created Secret's before = %v, want nil", created)
+	}
+	cm := map[string]any{"kind": "ConfigMap", "data": map[string]any{"a": "1"}}
+	if got, _ := maskSecrets("ConfigMap", "v1", cm, nil); got["data"].(map[string]any)["a"] != "1" {
+		t.Error("a ConfigMap's data was masked")
 	}
 }
