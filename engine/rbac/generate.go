@@ -72,6 +72,10 @@ type Options struct {
 	// operator makes the Secret at start, and a folder of several versions
 	// may come later as a ConfigMap.
 	Webhook bool
+	// Plan generates, instead of the operator's RBAC, the read-only roles
+	// of `operator plan` (PlanObjects); PlanDryRun adds the create and
+	// patch its dry-run applies need.
+	Plan, PlanDryRun bool
 }
 
 // WebhookSecretName is the Secret `run --webhook-bind-address` keeps its
@@ -169,6 +173,12 @@ func (o Options) Command() string {
 	if o.Webhook {
 		args = append(args, "--webhook")
 	}
+	if o.Plan {
+		args = append(args, "--plan")
+	}
+	if o.PlanDryRun {
+		args = append(args, "--plan-dry-run")
+	}
 	return strings.Join(args, " ")
 }
 
@@ -216,6 +226,9 @@ func Generate(o Options) ([]byte, error) {
 		return nil, err
 	}
 	res.Warn = o.Warn
+	if o.Plan || o.PlanDryRun {
+		return PlanObjects(o, folders, res).YAML()
+	}
 	return Objects(o, folders, res).YAML()
 }
 

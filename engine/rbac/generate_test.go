@@ -59,6 +59,10 @@ func TestGolden(t *testing.T) {
 		// The same under run --default-service-account: plain moves to
 		// the default account, and the operator keeps its watches only.
 		{"default-account", Options{Templates: data + "/roots/mixed", CRDs: []string{data + "/crds"}, DefaultServiceAccount: "operator-kinds"}},
+		// operator plan's roles: reads only (a local diff), and with the
+		// create and patch of its dry-run applies.
+		{"plan", Options{Templates: "templates/memcached", CRDs: []string{"crds"}, Plan: true}},
+		{"plan-dry-run", Options{Templates: data + "/roots/mixed", CRDs: []string{data + "/crds"}, PlanDryRun: true}},
 	}
 	t.Chdir(moduleRoot)
 	for _, tc := range cases {

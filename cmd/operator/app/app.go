@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +22,17 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := NewRootCommand(os.Stdout, os.Stderr)
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	err := cmd.ExecuteContext(ctx)
+	// A command with an exit code of its own (plan: 1 for changes, 2 for
+	// an error, as kubectl diff) may have nothing to print.
+	var ec *exitCode
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", ec.err)
+		}
+		return ec.code
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		return 1
 	}
@@ -45,6 +56,6 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("v"))
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("vmodule"))
 	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out), NewRBACCommand(), NewCreateCommand(),
-		NewLintCommand(), NewCRDCommand())
+		NewLintCommand(), NewCRDCommand(), NewPlanCommand(out, errOut))
 	return cmd
 }

@@ -1,0 +1,113 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tmplop/operator/engine/plan"
+)
+
+// ANSI colours of the text output, on a terminal only.
+const (
+	ansiRed    = "\033[31m"
+	ansiGreen  = "\033[32m"
+	ansiYellow = "\033[33m"
+	ansiCyan   = "\033[36m"
+	ansiBold   = "\033[1m"
+	ansiReset  = "\033[0m"
+)
+
+// writePlan writes the plan for a person: per object with changes, a
+// summary line, each child's action and its diff, the status' diff; then
+// the total.
+func writePlan(w io.Writer, r planReport, color bool) {
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	for _, o := range r.Objects {
+		c := o.Counts()
+		id := o.Kind + "/" + o.Name
+		if o.Namespace != "" {
+			id = o.Kind + "/" + o.Namespace + "/" + o.Name
+		}
+		fmt.Fprintf(w, "%s: %d to change, %d to create, %d to prune", paint(ansiBold, id), c.Change, c.Create, c.Prune)
+		if o.Status != nil {
+			fmt.Fprint(w, ", status changes")
+		}
+		fmt.Fprintln(w)
+		if o.Error != "" {
+			fmt.Fprintf(w, "  %s %s\n", paint(ansiRed, "error:"), o.Error)
+		}
+		if o.Finalizer != "" {
+			fmt.Fprintln(w, paint(ansiYellow, "  + finalizer "+o.Finalizer))
+		}
+		for _, ch := range o.Children {
+			sign, code := "~", ansiYellow
+			switch ch.Action {
+			case plan.Create:
+				sign, code = "+", ansiGreen
+			case plan.Prune:
+				sign, code = "-", ansiRed
+			case plan.Unchanged:
+				sign, code = "=", ""
+			}
+			line := fmt.Sprintf("  %s %s", sign, ch.Label())
+			if ch.Template != "" {
+				line += " (" + ch.Template + ")"
+			}
+			var notes []string
+			if ch.Local {
+				notes = append(notes, "local diff: the dry-run was forbidden")
+			}
+			if ch.Hook != "" {
+				notes = append(notes, "runs hook "+ch.Hook)
+			}
+			if ch.Note != "" {
+				notes = append(notes, ch.Note)
+			}
+			if len(notes) > 0 {
+				line += " [" + strings.Join(notes, "; ") + "]"
+			}
+			if code != "" {
+				line = paint(code, line)
+			}
+			fmt.Fprintln(w, line)
+			if ch.Error != "" {
+				fmt.Fprintf(w, "    %s %s\n", paint(ansiRed, "error:"), ch.Error)
+			}
+			writeDiff(w, ch.Diff, paint)
+		}
+		if o.Status != nil {
+			fmt.Fprintf(w, "  %s %s\n", paint(ansiYellow, "~ status:"), strings.Join(o.Status.Paths, ", "))
+			writeDiff(w, o.Status.Diff, paint)
+		}
+	}
+	t := r.Total
+	fmt.Fprintf(w, "Plan: %d objects, %d with changes: %d to change, %d to create, %d to prune, %d status changes, %d errors (%.1fs)\n",
+		t.Objects, t.Changed, t.Change, t.Create, t.Prune, t.Status, t.Errors, t.Seconds)
+}
+
+// writeDiff writes a unified diff indented, coloured on a terminal.
+func writeDiff(w io.Writer, diff string, paint func(code, s string) string) {
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		if line == "" {
+			continue
+		}
+		text := "    " + strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			text = paint(ansiBold, text)
+		case strings.HasPrefix(line, "@@"):
+			text = paint(ansiCyan, text)
+		case strings.HasPrefix(line, "+"):
+			text = paint(ansiGreen, text)
+		case strings.HasPrefix(line, "-"):
+			text = paint(ansiRed, text)
+		}
+		fmt.Fprintln(w, text)
+	}
+}

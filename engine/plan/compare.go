@@ -1,0 +1,291 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/tmplop/operator/engine/apply"
+	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/shard"
+	"github.com/tmplop/operator/engine/status"
+)
+
+// helmHook is the annotation that makes a chart's manifest a hook.
+const helmHook = "helm.sh/hook"
+
+// compare plans each child of r against the live children, then the
+// prune and the status.
+func (p *planner) compare(ctx context.Context, r *rendered) {
+	if r.plan == nil {
+		return
+	}
+	if r.plan.NeedsFinalizer() && !slices.Contains(r.obj.GetFinalizers(), reconcile.Finalizer) {
+		r.out.Finalizer = reconcile.Finalizer
+	}
+	uid := string(r.obj.GetUID())
+	keep := map[apply.Key]bool{}
+	after := make([]*unstructured.Unstructured, 0, len(r.plan.Children))
+	for _, c := range r.plan.Children {
+		ch, key, planned := p.child(ctx, r.obj, c, p.live[uid])
+		if key != (apply.Key{}) {
+			keep[key] = true
+		}
+		if planned != nil {
+			after = append(after, planned)
+		}
+		r.out.Children = append(r.out.Children, ch)
+	}
+	r.out.Children = append(r.out.Children, p.pruned(p.live[uid], keep)...)
+	if st, err := p.status(ctx, r, after); err != nil {
+		r.out.Error = "status: " + err.Error()
+	} else {
+		r.out.Status = st
+	}
+}
+
+// child plans one rendered child. It returns the key it holds (zero when
+// it cannot be mapped) and the object as it would be after the reconcile
+// (nil when unknown), which status.yaml sees.
+func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, c reconcile.Child, owned map[apply.Key]*unstructured.Unstructured) (Child, apply.Key, *unstructured.Unstructured) {
+	desired := c.Object
+	out := Child{Template: c.Template, APIVersion: desired.GetAPIVersion(), Kind: desired.GetKind(),
+		Namespace: desired.GetNamespace(), Name: desired.GetName(), Hook: desired.GetAnnotations()[helmHook]}
+	m, err := p.opts.Client.Mapping(desired.GroupVersionKind())
+	if err != nil {
+		out.Error = err.Error()
+		return out, apply.Key{}, nil
+	}
+	key := apply.Key{GR: m.Resource.GroupResource(), Namespace: desired.GetNamespace(), Name: desired.GetName()}
+	live, err := p.liveChild(ctx, m, parent, desired, owned[key])
+	if err != nil {
+		out.Error = err.Error()
+		return out, key, nil
+	}
+	if live != nil && unchanged(live, desired) {
+		// What the operator skips, with no request.
+		out.Action = Unchanged
+		return out, key, live
+	}
+	if live != nil {
+		if why, ok := p.kind.Recreate(desired); ok {
+			out.Note = "deleted and created anew (" + why + ")"
+		}
+	}
+	result, local, err := p.dryRun(ctx, m, desired, live)
+	if err != nil {
+		out.Error = err.Error()
+		return out, key, live
+	}
+	out.Local = local
+	var before map[string]any
+	if live != nil {
+		before = Clean(live.Object)
+	}
+	planned := Clean(result.Object)
+	label := out.Label()
+	if live == nil {
+		out.Action = Create
+	} else if out.Paths = Paths(before, planned); len(out.Paths) == 0 {
+		out.Action = Unchanged
+		out.Note = "applied again, the API server changes nothing"
+		return out, key, live
+	} else {
+		out.Action = Change
+	}
+	shownBefore, shownAfter := maskSecrets(out.Kind, out.APIVersion, before, planned)
+	if out.Diff, err = Unified(label, shownBefore, shownAfter); err != nil {
+		out.Error = fmt.Sprintf("diff: %v", err)
+	}
+	return out, key, result
+}
+
+// liveChild is the object a child's apply would write over: the
+// operator's child of this parent as listed (read again at the rendered
+// version when the list's preferred one differs), or whatever else holds
+// the name, which the parent may take over only as ownership.Claim allows
+// (a *ownership.ConflictError otherwise). nil: none, the apply creates it.
+func (p *planner) liveChild(ctx context.Context, m *meta.RESTMapping, parent, desired, listed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if listed != nil && listed.GetAPIVersion() == desired.GetAPIVersion() {
+		if listed.GetDeletionTimestamp() != nil {
+			return nil, nil
+		}
+		return listed, nil
+	}
+	live, err := p.opts.Client.Get(ctx, m, desired.GetNamespace(), desired.GetName())
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", desired.GetKind(), desired.GetName(), err)
+	}
+	if listed == nil {
+		if err := ownership.Claim(live, m.GroupVersionKind.GroupKind(), parent, p.kind.Claimant(p.opts.Manager)); err != nil {
+			return nil, err
+		}
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	return live, nil
+}
+
+// unchanged is the operator's skip (apply.Applier.Prepare): the live
+// child carries the hash of this very content and still holds every
+// rendered value; at another version than the rendered one, the hash
+// alone.
+func unchanged(live, desired *unstructured.Unstructured) bool {
+	want := desired.GetAnnotations()[ownership.AnnotationHash]
+	if want == "" || live.GetAnnotations()[ownership.AnnotationHash] != want {
+		return false
+	}
+	return live.GetAPIVersion() != desired.GetAPIVersion() || apply.Contains(live.Object, desired.Object)
+}
+
+// dryRun asks the API server what applying desired would store, as the
+// operator applies it (its field manager, forced, the live object's UID as
+// a precondition). When the identity may not apply (a read-only one), the
+// rendered fields are merged over the live object instead, and local is
+// true.
+func (p *planner) dryRun(ctx context.Context, m *meta.RESTMapping, desired, live *unstructured.Unstructured) (result *unstructured.Unstructured, local bool, err error) {
+	obj := desired.DeepCopy()
+	if live != nil {
+		obj.SetUID(live.GetUID())
+		// A sharded operator's replica labels what it applies with its
+		// shard; the plan keeps the live child's, as that replica would.
+		if held, ok := live.GetLabels()[shard.HeldByLabel]; ok && p.opts.Shard == "" {
+			labels := obj.GetLabels()
+			labels[shard.HeldByLabel] = held
+			obj.SetLabels(labels)
+		}
+	}
+	if !p.opts.Local {
+		res, err := p.opts.Client.ApplyDryRun(ctx, m, obj)
+		if err == nil {
+			return res, false, nil
+		}
+		if !apierrors.IsForbidden(err) || apierrors.HasStatusCause(err, "NamespaceTerminating") {
+			return nil, false, fmt.Errorf("dry-run apply: %w", err)
+		}
+	}
+	if live == nil {
+		return obj, true, nil
+	}
+	merged := runtime.DeepCopyJSON(live.Object)
+	merge(merged, obj.Object)
+	return &unstructured.Unstructured{Object: merged}, true, nil
+}
+
+// normalize gives m the types status.Desired's output has (a JSON round
+// trip: whole numbers int64), so that the two compare value by value.
+func normalize(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return map[string]any{}, nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// merge writes src's values over dst's, as a local stand-in for the
+// server's merge: maps merged key by key, lists of the same length element
+// by element (a container keeps the fields the API server defaulted), any
+// other value replaced. It cannot know what the server would default in
+// a new element, nor which fields the manager stops owning: a local diff
+// shows what changes, not what goes.
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		dst[k] = mergeValue(dst[k], v)
+	}
+}
+
+func mergeValue(dst, src any) any {
+	switch s := src.(type) {
+	case map[string]any:
+		if d, ok := dst.(map[string]any); ok {
+			merge(d, s)
+			return d
+		}
+	case []any:
+		if d, ok := dst.([]any); ok && len(d) == len(s) {
+			for i := range s {
+				d[i] = mergeValue(d[i], s[i])
+			}
+			return d
+		}
+	}
+	return runtime.DeepCopyJSONValue(src)
+}
+
+// pruned are the parent's live children that no planned child keeps, as
+// the prune step picks them: not being deleted, not prune: disabled, not
+// kept by the kind's format.
+func (p *planner) pruned(owned map[apply.Key]*unstructured.Unstructured, keep map[apply.Key]bool) []Child {
+	if !p.kind.Pruning() {
+		return nil
+	}
+	var out []Child
+	for _, k := range slices.SortedFunc(maps.Keys(owned), func(a, b apply.Key) int { return strings.Compare(a.String(), b.String()) }) {
+		o := owned[k]
+		if keep[k] || o.GetDeletionTimestamp() != nil || ownership.PruneDisabled(o) || p.kind.Kept(o) {
+			continue
+		}
+		ch := Child{Template: o.GetAnnotations()[ownership.AnnotationTemplate], APIVersion: o.GetAPIVersion(), Kind: o.GetKind(),
+			Namespace: o.GetNamespace(), Name: o.GetName(), Action: Prune}
+		var err error
+		shown, _ := maskSecrets(ch.Kind, ch.APIVersion, Clean(o.Object), nil)
+		if ch.Diff, err = Unified(ch.Label(), shown, nil); err != nil {
+			ch.Error = fmt.Sprintf("diff: %v", err)
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// status is the change of the parent's status a reconcile would write,
+// given its children as the plan leaves them (reconcile.Preview, the
+// reconcile's own status step); nil when it would write none. A built-in
+// kind's status is Kubernetes', never written.
+func (p *planner) status(ctx context.Context, r *rendered, children []*unstructured.Unstructured) (*Status, error) {
+	if p.kind.BuiltIn() {
+		return nil, nil
+	}
+	budget := p.kind.RenderBudget(p.opts.Budget)
+	rendered, conds, _, err := reconcile.Preview(ctx, p.kind, r.obj, children, r.lookup, p.now, budget)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := status.Desired(r.obj, rendered, conds, p.now)
+	if err != nil {
+		return nil, err
+	}
+	if status.Unchanged(r.obj, desired) {
+		return nil, nil
+	}
+	current, _, _ := unstructured.NestedMap(r.obj.Object, "status")
+	if current, err = normalize(current); err != nil {
+		return nil, err
+	}
+	before, after := map[string]any{"status": current}, map[string]any{"status": desired}
+	st := &Status{Paths: Paths(before, after)}
+	if st.Diff, err = Unified(r.obj.GetKind()+" "+r.obj.GetNamespace()+"/"+r.obj.GetName()+" status", before, after); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
