@@ -77,6 +77,21 @@ func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, 
 		out.Action = Unchanged
 		return out, key, live
 	}
+	if live != nil && drifted(live, desired) {
+		// Applied as rendered, then edited by hand: kind.yaml's drift
+		// says whether the reconcile repairs it or only reports it.
+		if p.kind.DriftWarns() {
+			// The paths a repair would change, in the plan's own notation:
+			// the rendered fields over the live object.
+			repaired := runtime.DeepCopyJSON(live.Object)
+			merge(repaired, desired.Object)
+			out.Action = Unchanged
+			out.Paths = Paths(Clean(live.Object), Clean(repaired))
+			out.Note = "drifted, reported and left as it is (drift: warn)"
+			return out, key, live
+		}
+		out.Note = "drifted: repaired"
+	}
 	if live != nil {
 		if why, ok := p.kind.Recreate(desired); ok {
 			out.Note = "deleted and created anew (" + why + ")"
@@ -150,6 +165,15 @@ func unchanged(live, desired *unstructured.Unstructured) bool {
 		return false
 	}
 	return live.GetAPIVersion() != desired.GetAPIVersion() || apply.Contains(live.Object, desired.Object)
+}
+
+// drifted reports whether live carries the hash of desired's content but
+// no longer holds it: edited by hand since it was applied (the reconcile's
+// apply.Desired.Drifted).
+func drifted(live, desired *unstructured.Unstructured) bool {
+	want := desired.GetAnnotations()[ownership.AnnotationHash]
+	return want != "" && live.GetAnnotations()[ownership.AnnotationHash] == want &&
+		live.GetAPIVersion() == desired.GetAPIVersion() && !apply.Contains(live.Object, desired.Object)
 }
 
 // dryRun asks the API server what applying desired would store, as the

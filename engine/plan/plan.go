@@ -93,6 +93,10 @@ type Object struct {
 	// Error is why the object cannot be planned (its render failed): a
 	// reconcile would fail the same way.
 	Error string `json:"error,omitempty"`
+	// Suspended says how the object is suspended (catalog.Kind.SuspendedBy):
+	// a reconcile writes nothing for it but its Suspended condition, so
+	// the plan lists no change; "" when it is not.
+	Suspended string `json:"suspended,omitempty"`
 }
 
 // Counts are an object's changes by action.
@@ -130,6 +134,17 @@ func (o *Object) Counts() Counts {
 		}
 	}
 	return c
+}
+
+// DriftReported reports whether a child of o drifted and its kind only
+// reports drift (drift: warn): the reconcile leaves it as it is.
+func (o *Object) DriftReported() bool {
+	for _, ch := range o.Children {
+		if ch.Action == Unchanged && len(ch.Paths) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Changed reports whether a reconcile of o would write anything.
@@ -276,6 +291,12 @@ func parallel(n, workers int, f func(i int)) {
 // the adoption under the operator's policy.
 func (p *planner) render(ctx context.Context, obj *unstructured.Unstructured) *rendered {
 	r := &rendered{obj: obj, out: &Object{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	if by, what := p.kind.SuspendedBy(obj); by != "" {
+		// Nothing of the folder reaches a suspended object until it
+		// resumes: no render, no child, no prune.
+		r.out.Suspended = what
+		return r
+	}
 	r.lookup = &liveLookup{ctx: ctx, client: p.opts.Client, kind: p.kind, bounds: p.opts.Bounds, parent: obj.GetNamespace()}
 	in := render.Input{Lookup: r.lookup, Now: p.now, Budget: p.kind.RenderBudget(p.opts.Budget)}
 	pol := ownership.Policy{Manager: p.opts.Manager, Bounds: p.opts.Bounds, Shard: p.opts.Shard}

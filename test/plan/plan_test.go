@@ -54,10 +54,12 @@ type report struct {
 	Errors  []string      `json:"errors"`
 	Total   struct {
 		plan.Counts
-		Objects int     `json:"objects"`
-		Changed int     `json:"changed"`
-		Status  int     `json:"status"`
-		Seconds float64 `json:"seconds"`
+		Objects   int     `json:"objects"`
+		Changed   int     `json:"changed"`
+		Status    int     `json:"status"`
+		Suspended int     `json:"suspended"`
+		Drifted   int     `json:"drifted"`
+		Seconds   float64 `json:"seconds"`
 	} `json:"total"`
 }
 

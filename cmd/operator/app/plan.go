@@ -134,6 +134,11 @@ type planTotal struct {
 	// Changed are the objects a reconcile would write something for.
 	Changed int `json:"changed"`
 	Status  int `json:"status"`
+	// Suspended are the objects suspended (nothing written for them);
+	// Drifted those with a child edited by hand that the reconcile leaves
+	// as it is (drift: warn).
+	Suspended int `json:"suspended,omitempty"`
+	Drifted   int `json:"drifted,omitempty"`
 	// Seconds is how long the plan took.
 	Seconds float64 `json:"seconds"`
 }
@@ -237,7 +242,13 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 			if o.Changed() {
 				report.Total.Changed++
 			}
-			if o.Changed() || o.Error != "" || o.Counts().Errors > 0 {
+			if o.Suspended != "" {
+				report.Total.Suspended++
+			}
+			if o.DriftReported() {
+				report.Total.Drifted++
+			}
+			if o.Changed() || o.Error != "" || o.Counts().Errors > 0 || o.Suspended != "" || o.DriftReported() {
 				o.Children = slices.DeleteFunc(o.Children, func(c plan.Child) bool { return c.Action == plan.Unchanged && c.Error == "" && c.Note == "" })
 				o.Kind = k.Name // the folder's name leads the summary line
 				report.Objects = append(report.Objects, *o)

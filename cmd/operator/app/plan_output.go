@@ -42,6 +42,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 		if o.Error != "" {
 			fmt.Fprintf(w, "  %s %s\n", paint(ansiRed, "error:"), o.Error)
 		}
+		if o.Suspended != "" {
+			fmt.Fprintf(w, "  suspended by %s: nothing is written until it resumes\n", o.Suspended)
+		}
 		if o.Finalizer != "" {
 			fmt.Fprintln(w, paint(ansiYellow, "  + finalizer "+o.Finalizer))
 		}
@@ -87,8 +90,15 @@ func writePlan(w io.Writer, r planReport, color bool) {
 		}
 	}
 	t := r.Total
-	fmt.Fprintf(w, "Plan: %d objects, %d with changes: %d to change, %d to create, %d to prune, %d status changes, %d errors (%.1fs)\n",
-		t.Objects, t.Changed, t.Change, t.Create, t.Prune, t.Status, t.Errors, t.Seconds)
+	fmt.Fprintf(w, "Plan: %d objects, %d with changes: %d to change, %d to create, %d to prune, %d status changes, %d errors",
+		t.Objects, t.Changed, t.Change, t.Create, t.Prune, t.Status, t.Errors)
+	if t.Suspended > 0 {
+		fmt.Fprintf(w, ", %d suspended", t.Suspended)
+	}
+	if t.Drifted > 0 {
+		fmt.Fprintf(w, ", %d drifted (reported, left as they are)", t.Drifted)
+	}
+	fmt.Fprintf(w, " (%.1fs)\n", t.Seconds)
 }
 
 // writeDiff writes a unified diff indented, coloured on a terminal.
