@@ -344,10 +344,9 @@ func (m *Manager) Stats(gk schema.GroupKind) *reconcile.Stats {
 	return nil
 }
 
-// Objects counts the objects of kind gk in its watch's cache by the status
-// of their Ready condition (metrics.ObjectCounter); nil when the kind is
-// not served or not watched yet.
-func (m *Manager) Objects(gk schema.GroupKind) map[string]int {
+// watchOf is the watch of kind gk's objects; nil when the kind is not
+// served or not watched yet.
+func (m *Manager) watchOf(gk schema.GroupKind) *watchHandle {
 	m.mu.Lock()
 	kc := m.kinds[gk]
 	m.mu.Unlock()
@@ -355,8 +354,15 @@ func (m *Manager) Objects(gk schema.GroupKind) map[string]int {
 		return nil
 	}
 	kc.mu.Lock()
-	h := kc.watch
-	kc.mu.Unlock()
+	defer kc.mu.Unlock()
+	return kc.watch
+}
+
+// Objects counts the objects of kind gk in its watch's cache by the status
+// of their Ready condition (metrics.ObjectCounter); nil when the kind is
+// not served or not watched yet.
+func (m *Manager) Objects(gk schema.GroupKind) map[string]int {
+	h := m.watchOf(gk)
 	if h == nil {
 		return nil
 	}
@@ -373,15 +379,7 @@ func (m *Manager) Objects(gk schema.GroupKind) map[string]int {
 // condition of each of types is True (metrics.ConditionCounter); nil when
 // the kind is not served or not watched yet.
 func (m *Manager) TrueConditions(gk schema.GroupKind, types ...string) map[string]int {
-	m.mu.Lock()
-	kc := m.kinds[gk]
-	m.mu.Unlock()
-	if kc == nil {
-		return nil
-	}
-	kc.mu.Lock()
-	h := kc.watch
-	kc.mu.Unlock()
+	h := m.watchOf(gk)
 	if h == nil {
 		return nil
 	}

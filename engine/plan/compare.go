@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/tmplop/operator/engine/apply"
 	"github.com/tmplop/operator/engine/ownership"
@@ -210,23 +208,6 @@ func (p *planner) dryRun(ctx context.Context, m *meta.RESTMapping, desired, live
 	return &unstructured.Unstructured{Object: merged}, true, nil
 }
 
-// normalize gives m the types status.Desired's output has (a JSON round
-// trip: whole numbers int64), so that the two compare value by value.
-func normalize(m map[string]any) (map[string]any, error) {
-	if m == nil {
-		return map[string]any{}, nil
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	if err := utiljson.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // merge writes src's values over dst's, as a local stand-in for the
 // server's merge: maps merged key by key, lists of the same length element
 // by element (a container keeps the fields the API server defaulted), any
@@ -303,7 +284,7 @@ func (p *planner) status(ctx context.Context, r *rendered, children []*unstructu
 		return nil, nil
 	}
 	current, _, _ := unstructured.NestedMap(r.obj.Object, "status")
-	if current, err = normalize(current); err != nil {
+	if current, err = status.Normalize(current); err != nil {
 		return nil, err
 	}
 	before, after := map[string]any{"status": current}, map[string]any{"status": desired}

@@ -32,7 +32,7 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []m
 	}
 	// A JSON round trip copies base (it must not alias the informer cache)
 	// and gives it the API's types.
-	out, err := normalize(base)
+	out, err := Normalize(base)
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
 	}
@@ -51,7 +51,7 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []m
 	}
 	out["conditions"] = conds
 	out["observedGeneration"] = obj.GetGeneration()
-	return normalize(out)
+	return Normalize(out)
 }
 
 // Held is Desired for an object the engine holds still (suspended): its
@@ -68,13 +68,13 @@ func Held(obj *unstructured.Unstructured, engine []metav1.Condition, now time.Ti
 	} else {
 		delete(out, "observedGeneration")
 	}
-	return normalize(out)
+	return Normalize(out)
 }
 
 // Unchanged reports whether obj's status already is desired.
 func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {
 	current, _, _ := unstructured.NestedMap(obj.Object, "status")
-	cur, err := normalize(current)
+	cur, err := Normalize(current)
 	if err != nil {
 		return false
 	}
@@ -99,10 +99,10 @@ func Write(ctx context.Context, w Writer, obj *unstructured.Unstructured, desire
 	return written, nil
 }
 
-// normalize gives m the types the API server returns (int64 for whole
+// Normalize gives m the types the API server returns (int64 for whole
 // numbers, no typed values), so that comparing it with a live status means
 // comparing content.
-func normalize(m map[string]any) (map[string]any, error) {
+func Normalize(m map[string]any) (map[string]any, error) {
 	if m == nil {
 		return map[string]any{}, nil
 	}
