@@ -176,7 +176,7 @@ func statusSchema(k *catalog.Kind, status *apiextensionsv1.JSONSchemaProps) (*ap
 		status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 	}
 	status.Properties["observedGeneration"] = observedGenerationSchema()
-	status.Properties["observedRevision"] = observedRevisionSchema()
+	status.Properties[catalog.FieldObservedRevision] = observedRevisionSchema()
 	status.Properties["conditions"] = conditionsSchema()
 	if err := addFormatStatus(k, status); err != nil {
 		return nil, err

@@ -66,6 +66,9 @@ type Reconciler struct {
 	Now func() time.Time
 	// Stats counts what the reconciler did (required).
 	Stats *Stats
+	// Revision is the number of the kind's revision (engine/revision) that
+	// each object's status.observedRevision records; 0: none is recorded.
+	Revision int64
 	// Writes is told of every write to a parent, so that the next
 	// reconcile reads the parent at least as new (engine/controller's
 	// ownWrites); nil: told nothing.
@@ -183,7 +186,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 	if r.Kind.BuiltIn() {
 		return nil
 	}
-	desired, err := status.Desired(obj, rendered, conds, r.now())
+	desired, err := status.DesiredAt(obj, rendered, conds, r.now(), r.Revision)
 	if err != nil {
 		return err
 	}
