@@ -59,7 +59,7 @@ func TestRevisions(t *testing.T) {
 	write := func(version int) {
 		t.Helper()
 		files := map[string]string{
-			"kind.yaml": "apiVersion: safety.tmplop.io/v1\nkind: Revisioned\nplural: revisioneds\nrevisionHistoryLimit: 2\nspec:\n  value: string\n",
+			"kind.yaml":      "apiVersion: safety.tmplop.io/v1\nkind: Revisioned\nplural: revisioneds\nrevisionHistoryLimit: 2\nspec:\n  value: string\n",
 			"configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name | quote }}\ndata:\n  value: {{ .Spec.value | quote }}\n  folder: \"v%d\"\n", version),
 		}
 		if err := os.MkdirAll(folder, 0o755); err != nil {
