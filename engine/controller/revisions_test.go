@@ -116,3 +116,50 @@ func names(rs []appsv1.ControllerRevision) []string {
 	}
 	return out
 }
+
+// TestRevisionStripped: a kind whose CRD strips status.observedRevision
+// (one installed from an older `operator crd`) stops sending it after the
+// first status write shows it stripped: the reconciles its children's
+// changes cause afterwards write no status, where each would otherwise
+// send one that changes nothing.
+func TestRevisionStripped(t *testing.T) {
+	f := newFakeCluster(t, widget("a", "w1", 3))
+	var statusWrites atomic.Int32
+	f.dyn.PrependReactor("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchActionImpl)
+		if p.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		statusWrites.Add(1)
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(p.GetPatch()); err != nil {
+			return true, nil, err
+		}
+		unstructured.RemoveNestedField(u.Object, "status", "observedRevision")
+		data, err := u.MarshalJSON()
+		if err != nil {
+			return true, nil, err
+		}
+		p.Patch = data
+		return f.apply(p)
+	})
+	m, ctx := newTestManager(t, f, Options{})
+	if err := m.SyncFolders(ctx, fakeFolders{loadWidget(t)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the child applied", func() bool { return f.get(configMapsGVR, "a", "w1-config") != nil })
+	eventually(t, "the status written", func() bool { return statusWrites.Load() > 0 })
+	settled := statusWrites.Load()
+	for i := range 3 {
+		if err := f.dyn.Resource(configMapsGVR).Namespace("a").Delete(ctx, "w1-config", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("the child applied again (%d)", i), func() bool { return f.get(configMapsGVR, "a", "w1-config") != nil })
+	}
+	if got := statusWrites.Load(); got != settled {
+		t.Errorf("%d status writes after the status settled, want 0: observedRevision sent again to a CRD that strips it", got-settled)
+	}
+	if _, found, _ := unstructured.NestedInt64(f.get(widgetGVR, "a", "w1").Object, "status", "observedRevision"); found {
+		t.Errorf("the fake kept observedRevision")
+	}
+}
