@@ -21,15 +21,17 @@
 //
 // # Responsibilities
 //
-//   - Ensure finds the record of a folder or creates it, and makes it the
-//     kind's newest: a folder served again (a change undone by hand) is
-//     renumbered past the others, as a Deployment's rollback renumbers its
-//     ReplicaSet, so that the numbers say the order in which the versions
-//     were served and the history limit keeps the most recent. An unchanged
-//     folder costs one list and no write, at every restart. Two replicas
-//     that record at once agree: a name taken is read (AlreadyExists), a
-//     number taken twice is given up by one of them (the list after every
-//     write; writes under resourceVersion preconditions).
+//   - Ensure finds the record of a folder, or creates it with the next
+//     number: numbers say the order in which the kind's folder versions
+//     were first served, and a folder served again (a change undone by
+//     hand) keeps its number. An unchanged folder costs one list and no
+//     write, at every restart. Two replicas that record at once agree: a
+//     name taken is read (AlreadyExists); a number two records got at
+//     once is kept by the older and given up by the other (checked by a
+//     list after every write; writes under resourceVersion
+//     preconditions). Nothing else renumbers a record, so that replicas
+//     serving different folders (shards during a change) never outbid
+//     each other.
 //   - Prune keeps the newest records (kind.yaml revisionHistoryLimit, old
 //     ones besides the current) and every record the caller says is in
 //     use.

@@ -54,17 +54,23 @@ func (s *Store) Namespace() string { return s.namespace }
 const maxAttempts = 8
 
 // Ensure returns the revision of the folder of files (whose fingerprint
-// is fingerprint) of the kind of resource gr, and makes it the kind's
-// newest: found (no write when it is already the newest), renumbered past
-// the others (the folder is served again), or created with the next
-// number. A folder larger than a record holds is recorded without its
-// files (Revision.FilesOmitted), with an error logged.
+// is fingerprint) of the kind of resource gr: found, with no write (a
+// folder served again keeps its number), or created with the next number.
+// A number two replicas gave their records at once is kept by the older
+// record and given up by the other, which moves past them all; it is
+// never renumbered otherwise, so that replicas serving different folders
+// never outbid each other. A folder larger than a record holds is
+// recorded without its files (Revision.FilesOmitted), with an error
+// logged.
 func (s *Store) Ensure(ctx context.Context, gr schema.GroupResource, fingerprint string, files layout.Files) (Revision, error) {
 	name, err := Name(gr, fingerprint)
 	if err != nil {
 		return Revision{}, err
 	}
 	var data []byte // encoded once, when first needed
+	// wrote: this call created or renumbered the record, so that a number
+	// it shares is its to give up (the other writer may be done).
+	wrote := false
 	for attempt := range maxAttempts {
 		if attempt > 0 {
 			s.wait(ctx, attempt)
@@ -90,20 +96,27 @@ func (s *Store) Ensure(ctx context.Context, gr schema.GroupResource, fingerprint
 				raw = nil // omitted
 			}
 			_, err := s.api.CreateControllerRevision(ctx, record(s.namespace, name, s.manager, gr, fingerprint, top+1, raw))
-			if err != nil && !apierrors.IsAlreadyExists(err) {
+			switch {
+			case err == nil:
+				wrote = true
+			case !apierrors.IsAlreadyExists(err):
 				return Revision{}, fmt.Errorf("create revision %s of %s: %w", name, gr, err)
 			}
 			// Created, or another replica did: the next list checks the
-			// number is ours alone.
+			// number is the record's alone.
 		case recs[i].Annotations[AnnotationFingerprint] != fingerprint:
 			return Revision{}, fmt.Errorf("revision %s of %s holds the folder of fingerprint %q, not %q: two folders share the name's %d digits",
 				name, gr, recs[i].Annotations[AnnotationFingerprint], fingerprint, hashLen)
-		case !newestAlone(recs, i):
-			// A folder served again, or a number another replica's record
-			// took at the same time: ours moves past them all.
+		case shared(recs, i) && (wrote || !first(recs, i)):
+			// Another replica's record took the number at the same time:
+			// ours moves past them all.
 			r := recs[i].DeepCopy()
 			r.Revision = top + 1
-			if _, err := s.api.UpdateControllerRevision(ctx, r); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			_, err := s.api.UpdateControllerRevision(ctx, r)
+			switch {
+			case err == nil:
+				wrote = true
+			case !apierrors.IsConflict(err) && !apierrors.IsNotFound(err):
 				return Revision{}, fmt.Errorf("renumber revision %s of %s: %w", name, gr, err)
 			}
 		default:
@@ -150,10 +163,25 @@ func highest(recs []appsv1.ControllerRevision) int64 {
 	return top
 }
 
-// newestAlone reports whether recs[i]'s number is higher than every other's.
-func newestAlone(recs []appsv1.ControllerRevision, i int) bool {
+// shared reports whether another record has recs[i]'s number.
+func shared(recs []appsv1.ControllerRevision, i int) bool {
 	for j, r := range recs {
-		if j != i && r.Revision >= recs[i].Revision {
+		if j != i && r.Revision == recs[i].Revision {
+			return true
+		}
+	}
+	return false
+}
+
+// first reports whether recs[i] is the oldest (then the first by name) of
+// the records that share its number: the one that keeps it.
+func first(recs []appsv1.ControllerRevision, i int) bool {
+	a := recs[i]
+	for j, b := range recs {
+		if j == i || b.Revision != a.Revision {
+			continue
+		}
+		if c := cmp.Or(b.CreationTimestamp.Compare(a.CreationTimestamp.Time), cmp.Compare(b.Name, a.Name)); c < 0 {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,7 @@ func existing(t *testing.T, v string, number int64) *appsv1.ControllerRevision {
 	}
 	r := record(ns, name, "tmplop-operator", memcacheds, fp, number, data)
 	r.UID = types.UID("uid-" + v)
+	r.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 	r.ResourceVersion = "1"
 	return r
 }
@@ -96,6 +98,7 @@ func TestEnsure(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		have       map[string]int64 // version -> number
+		older      string           // the record created a second before the others
 		ensure     string
 		want       int64
 		wantWrites int
@@ -106,15 +109,21 @@ func TestEnsure(t *testing.T) {
 			after: map[string]int64{"v1": 1, "v2": 2}},
 		{name: "changed folder: the next number", have: map[string]int64{"v1": 1, "v2": 2}, ensure: "v3", want: 3, wantWrites: 1,
 			after: map[string]int64{"v1": 1, "v2": 2, "v3": 3}},
-		{name: "a folder served again moves past the others", have: map[string]int64{"v1": 1, "v2": 2}, ensure: "v1", want: 3, wantWrites: 1,
-			after: map[string]int64{"v1": 3, "v2": 2}},
-		{name: "a number taken twice: ours moves", have: map[string]int64{"v1": 1, "v2": 2, "v3": 2}, ensure: "v2", want: 3, wantWrites: 1,
+		{name: "a folder served again keeps its number", have: map[string]int64{"v1": 1, "v2": 2}, ensure: "v1", want: 1,
+			after: map[string]int64{"v1": 1, "v2": 2}},
+		{name: "a number taken twice, ours the newer: ours moves", have: map[string]int64{"v1": 1, "v2": 2, "v3": 2}, older: "v3", ensure: "v2", want: 3, wantWrites: 1,
 			after: map[string]int64{"v1": 1, "v2": 3, "v3": 2}},
+		{name: "a number taken twice, ours the older: ours keeps it", have: map[string]int64{"v1": 1, "v2": 2, "v3": 2}, older: "v2", ensure: "v2", want: 2,
+			after: map[string]int64{"v1": 1, "v2": 2, "v3": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var objs []runtime.Object
 			for v, n := range tc.have {
-				objs = append(objs, existing(t, v, n))
+				r := existing(t, v, n)
+				if v == tc.older {
+					r.CreationTimestamp = metav1.NewTime(r.CreationTimestamp.Add(-time.Second))
+				}
+				objs = append(objs, r)
 			}
 			s, cs := fakeStore(t, objs...)
 			fp, files := folder(tc.ensure)
@@ -214,6 +223,7 @@ func TestEnsureRecord(t *testing.T) {
 func TestEnsureRaces(t *testing.T) {
 	t.Run("concurrent replicas", func(t *testing.T) {
 		s, _ := fakeStore(t, existing(t, "v0", 1))
+		s.pause = nil // the jittered pause: without it, eight writers in step may race every attempt
 		versions := []string{"v1", "v2", "v3", "v4"}
 		var wg sync.WaitGroup
 		errs := make(chan error, 2*len(versions))
@@ -256,7 +266,11 @@ func TestEnsureRaces(t *testing.T) {
 			}
 			raced = true
 			for _, v := range []string{"v3", "v2"} {
-				if err := cs.Tracker().Add(existing(t, v, 2)); err != nil {
+				r := existing(t, v, 2)
+				if v == "v3" {
+					r.CreationTimestamp = metav1.NewTime(r.CreationTimestamp.Add(-time.Second))
+				}
+				if err := cs.Tracker().Add(r); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -280,7 +294,9 @@ func TestEnsureRaces(t *testing.T) {
 		cs.PrependReactor("update", "controllerrevisions", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewConflict(appsv1.Resource("controllerrevisions"), "x", fmt.Errorf("changed"))
 		})
-		if err := cs.Tracker().Add(existing(t, "v2", 1)); err != nil {
+		newer := existing(t, "v2", 1)
+		newer.CreationTimestamp = metav1.NewTime(newer.CreationTimestamp.Add(time.Second))
+		if err := cs.Tracker().Add(newer); err != nil {
 			t.Fatal(err)
 		}
 		fp, files := folder("v2")
