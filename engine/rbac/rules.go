@@ -48,7 +48,7 @@ var (
 	// verbsRevisions: the kinds' revision records (engine/revision), listed
 	// by kind, created, renumbered (update) when a folder is served again,
 	// deleted past the history limit.
-	verbsRevisions = []string{"create", "delete", "get", "list", "update"}
+	verbsRevisions = []string{"create", "delete", "list", "update"}
 )
 
 // Roles of a resource in a grant, in the order comments list them.
