@@ -46,8 +46,8 @@ var (
 	// replica's Lease, the others' watched, dead ones deleted.
 	verbsLeases = []string{"create", "delete", "get", "list", "update", "watch"}
 	// verbsRevisions: the kinds' revision records (engine/revision), listed
-	// by kind, created, renumbered (update) when a folder is served again,
-	// deleted past the history limit.
+	// by kind, created, renumbered (update) when two replicas gave one
+	// number at once, deleted past the history limit.
 	verbsRevisions = []string{"create", "delete", "list", "update"}
 )
 
