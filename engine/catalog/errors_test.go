@@ -28,6 +28,7 @@ func TestAuthorErrorsTyped(t *testing.T) {
 		{name: "duplicate key", files: layout.Files{KindFile: []byte(head + "workers: 1\nworkers: 2\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "bad apiVersion", files: layout.Files{KindFile: []byte("kind: A\napiVersion: a/b/c\n")}, file: KindFile, line: 2, code: render.CodeKindYAML},
 		{name: "negative workers", files: layout.Files{KindFile: []byte(head + "prune: true\nworkers: -1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "negative revisionHistoryLimit", files: layout.Files{KindFile: []byte(head + "workers: 2\nrevisionHistoryLimit: -1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "second lookup's selector", files: layout.Files{KindFile: []byte(head + "lookups:\n- {apiVersion: v1, kind: Pod}\n- apiVersion: v1\n  kind: Secret\n  selector: {matchExpressions: [{key: x, operator: Bogus}]}\n")}, file: KindFile, line: 7, code: render.CodeKindYAML},
 		{name: "short schema marker", files: layout.Files{KindFile: []byte(head + "spec:\n  size: integer | minimun=1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "dependsOn unknown file", files: layout.Files{KindFile: []byte(head + "dependsOn:\n  a.yaml: [b.yaml]\n"), "a.yaml": []byte("")}, file: KindFile, line: 4, code: render.CodeKindYAML},

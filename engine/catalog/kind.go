@@ -37,6 +37,10 @@ const (
 // idle (docs/benchmarks.md).
 const DefaultWorkers = 10
 
+// DefaultRevisionHistoryLimit is how many old revisions of a kind are kept
+// when kind.yaml does not say: a Deployment's default.
+const DefaultRevisionHistoryLimit = 10
+
 // Spec is kind.yaml: the kind a folder serves and how.
 type Spec struct {
 	// Selector restricts the objects of the kind that this folder serves,
@@ -49,6 +53,10 @@ type Spec struct {
 	Kind       string `json:"kind"`
 	// Workers is how many objects of the kind are reconciled concurrently.
 	Workers int `json:"workers,omitempty"`
+	// RevisionHistoryLimit is how many of the kind's old revisions are
+	// kept beside the one it is served with (engine/revision,
+	// docs/rollout.md); nil: DefaultRevisionHistoryLimit.
+	RevisionHistoryLimit *int `json:"revisionHistoryLimit,omitempty"`
 	// AllowClusterScoped lets the templates render cluster-scoped children
 	// and children in other namespaces than the parent's. Off by default so
 	// that whoever may create the custom resource in one namespace can never
@@ -222,6 +230,15 @@ func (k *Kind) Workers() int {
 		return k.Spec.Workers
 	}
 	return DefaultWorkers
+}
+
+// RevisionHistoryLimit is how many old revisions of the kind are kept
+// beside the one it is served with.
+func (k *Kind) RevisionHistoryLimit() int {
+	if l := k.Spec.RevisionHistoryLimit; l != nil {
+		return *l
+	}
+	return DefaultRevisionHistoryLimit
 }
 
 // Pruning reports whether children no longer rendered are deleted.
@@ -417,6 +434,9 @@ func parseSpec(data []byte) (*Spec, error) {
 	}
 	if s.Workers < 0 {
 		return nil, fieldErr(fmt.Errorf("workers must not be negative, got %d", s.Workers), "workers")
+	}
+	if l := s.RevisionHistoryLimit; l != nil && *l < 0 {
+		return nil, fieldErr(fmt.Errorf("revisionHistoryLimit must not be negative, got %d", *l), "revisionHistoryLimit")
 	}
 	if _, err := selectorString(s.Selector); err != nil {
 		return nil, fieldErr(fmt.Errorf("selector: %w", err), "selector")

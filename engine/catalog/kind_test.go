@@ -47,6 +47,14 @@ lookups:
 				t.Errorf("lookup selector = %q", got)
 			}
 		}},
+		{name: "revisionHistoryLimit", yaml: "apiVersion: a.example.com/v1\nkind: A\nrevisionHistoryLimit: 0\n", check: func(t *testing.T, k *Kind) {
+			if got := k.RevisionHistoryLimit(); got != 0 {
+				t.Errorf("RevisionHistoryLimit = %d, want 0", got)
+			}
+			if got := (&Kind{}).RevisionHistoryLimit(); got != DefaultRevisionHistoryLimit {
+				t.Errorf("default RevisionHistoryLimit = %d, want %d", got, DefaultRevisionHistoryLimit)
+			}
+		}},
 		{name: "bad selector", yaml: "apiVersion: a.example.com/v1\nkind: A\nselector: {matchExpressions: [{key: x, operator: Bogus}]}\n", wantErr: "selector"},
 		{name: "negative budget", yaml: "apiVersion: a.example.com/v1\nkind: A\nbudget: {maxCalls: -1}\n", wantErr: "budget"},
 		{name: "lookup declared twice", yaml: "apiVersion: a.example.com/v1\nkind: A\nlookups: [{apiVersion: v1, kind: Pod}, {apiVersion: v1, kind: Pod, allNamespaces: true}]\n", wantErr: "already declared"},

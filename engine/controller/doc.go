@@ -53,6 +53,10 @@
 //     declares and cut to what is read (the parent's namespace, the
 //     lookup's selector), stopped when no parent reads them, and
 //     re-reconcile the parents that read an object when it changes.
+//   - Record a kind's folder as a revision (engine/revision) once this
+//     replica leads and before its first reconcile, retried with backoff
+//     while the record cannot be read or written; the leader (or the
+//     ring's sharder) prunes past revisionHistoryLimit (revisions.go).
 //   - Serve a kind's objects filtered by its kind.yaml selector; for kinds
 //     with children outside their objects' namespaces, sweep for orphans.
 //   - Load kind folders from a directory and from ConfigMaps, one folder

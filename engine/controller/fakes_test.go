@@ -36,6 +36,8 @@ type fakeCluster struct {
 	client *kube.Client
 	// core is the fake core group behind client, for a test's own writes.
 	core typedcorev1.CoreV1Interface
+	// apps serves the revision records (engine/revision) behind client.
+	apps *fake.Clientset
 
 	mu sync.Mutex
 	rv int
@@ -54,8 +56,10 @@ func newFakeClusterWith(t *testing.T, cs kube.Clients, objs ...runtime.Object) *
 	mapper.Add(widgetGVK, meta.RESTScopeNamespace)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		configMapsGVR: "ConfigMapList", widgetGVR: "WidgetList"}, objs...)
-	f := &fakeCluster{t: t, dyn: dyn, rv: 100, core: cs.Core,
-		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: cs.Core, Metadata: cs.Metadata, Authorization: cs.Authorization}, "op")}
+	apps := fake.NewClientset()
+	f := &fakeCluster{t: t, dyn: dyn, rv: 100, core: cs.Core, apps: apps,
+		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: cs.Core, Metadata: cs.Metadata, Authorization: cs.Authorization,
+			Revisions: apps.AppsV1()}, "op")}
 	dyn.PrependReactor("patch", "*", f.apply)
 	return f
 }

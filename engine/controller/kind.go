@@ -24,6 +24,7 @@ import (
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/revision"
 )
 
 // kindController serves one kind: informer -> queue -> workers.
@@ -53,6 +54,8 @@ type kindController struct {
 	writes *ownWrites
 	// mapping is the kind's resource, set before the workers start.
 	mapping *meta.RESTMapping
+	// revisions keep the kind's folder versions (revisions.go); nil: none.
+	revisions *revision.Store
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -139,10 +142,11 @@ func (c *kindController) run(ctx context.Context) {
 	// reconciles finish their writes (drain) instead of cutting them off.
 	workCtx, cancelWork := context.WithCancel(withKind(klog.NewContext(context.Background(), log), c.kind.GVK.GroupKind()))
 	defer cancelWork()
+	recorded := c.recordRevision(ctx, mapping)
 	var wg sync.WaitGroup
 	for range c.kind.Workers() {
 		wg.Go(func() {
-			if !c.lead(ctx) {
+			if !c.lead(ctx) || !waitRecorded(ctx, recorded) {
 				return
 			}
 			for c.processNext(workCtx, queue, caught) {

@@ -21,6 +21,7 @@ import (
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/revision"
 	"github.com/tmplop/operator/engine/shard"
 )
 
@@ -123,6 +124,9 @@ type Manager struct {
 	base      *kube.Client
 	applier   *apply.Applier
 	inventory *inventory.Store
+	// revisions are the kinds' revision records (engine/revision), in
+	// StateNamespace, written as the operator itself.
+	revisions *revision.Store
 
 	ctx      context.Context
 	watches  *watchSet
@@ -178,7 +182,8 @@ func NewManagerForClient(ctx context.Context, client *kube.Client, opts Options)
 		return nil, err
 	}
 	m := &Manager{opts: opts, base: client, leading: make(chan struct{}), ctx: ctx, kinds: map[schema.GroupKind]*kindController{}, reported: map[string]string{},
-		watches: newWatchSet(ctx), inventory: inventory.New(client, opts.StateNamespace, name)}
+		watches: newWatchSet(ctx), inventory: inventory.New(client, opts.StateNamespace, name),
+		revisions: revision.New(client, opts.StateNamespace, opts.FieldManager)}
 	if !opts.Standby {
 		m.Lead()
 	}
@@ -262,7 +267,7 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 		kind: k, identity: id, accessChecked: checked, client: client, cancel: cancel, done: make(chan struct{}),
 		namespace: m.opts.Namespace, watches: m.watches, lookups: m.lookups, leading: m.leading,
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
-		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children, writes: m.writesOf(gk),
+		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children, writes: m.writesOf(gk), revisions: m.revisions,
 	}
 	kc.reconciler = &reconcile.Reconciler{
 		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,

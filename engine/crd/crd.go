@@ -176,6 +176,7 @@ func statusSchema(k *catalog.Kind, status *apiextensionsv1.JSONSchemaProps) (*ap
 		status.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 	}
 	status.Properties["observedGeneration"] = observedGenerationSchema()
+	status.Properties[catalog.FieldObservedRevision] = observedRevisionSchema()
 	status.Properties["conditions"] = conditionsSchema()
 	if err := addFormatStatus(k, status); err != nil {
 		return nil, err
@@ -368,6 +369,15 @@ func observedGenerationSchema() apiextensionsv1.JSONSchemaProps {
 	return apiextensionsv1.JSONSchemaProps{
 		Description: "The metadata.generation the operator last reconciled. Written by the operator on every reconcile, whatever status.yaml renders.",
 		Type:        "integer", Format: "int64", Minimum: ptr(0.0),
+	}
+}
+
+// observedRevisionSchema is the schema of status.observedRevision.
+func observedRevisionSchema() apiextensionsv1.JSONSchemaProps {
+	return apiextensionsv1.JSONSchemaProps{
+		Description: "The revision of the kind's folder the operator last reconciled the object with: the revision number of a " +
+			"ControllerRevision in the operator's namespace (docs/rollout.md). Written by the operator on every reconcile.",
+		Type: "integer", Format: "int64", Minimum: ptr(0.0),
 	}
 }
 

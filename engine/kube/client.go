@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -51,6 +52,8 @@ type Client struct {
 	// core is the core group's typed client (ConfigMaps, ServiceAccounts,
 	// Events): one group, never the whole clientset (see core.go).
 	core typedcorev1.CoreV1Interface
+	// revisions are the kinds' revision records (revisions.go).
+	revisions typedappsv1.ControllerRevisionsGetter
 	// authorization asks the authorizer about the client's own identity
 	// (Allowed); nil for a Client of fakes made without one.
 	authorization authorizationv1client.SelfSubjectAccessReviewsGetter
@@ -111,6 +114,9 @@ func (c *Client) connect(cfg *rest.Config, httpClient *http.Client) error {
 	if c.core, err = typedcorev1.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return fmt.Errorf("core client: %w", err)
 	}
+	if c.revisions, err = typedappsv1.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return fmt.Errorf("apps client: %w", err)
+	}
 	if c.authorization, err = authorizationv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return fmt.Errorf("authorization client: %w", err)
 	}
@@ -168,6 +174,9 @@ type Clients struct {
 	Metadata metadata.Interface
 	// Core is the core group's typed client; nil when the test needs none.
 	Core typedcorev1.CoreV1Interface
+	// Revisions serve the ControllerRevisions (the AppsV1 of
+	// k8s.io/client-go/kubernetes/fake); nil when the test needs none.
+	Revisions typedappsv1.ControllerRevisionsGetter
 	// Authorization answers Allowed; nil: every request is allowed.
 	Authorization authorizationv1client.SelfSubjectAccessReviewsGetter
 }
@@ -179,7 +188,7 @@ func NewForClients(cs Clients, fieldManager string) *Client {
 	if !ok && cs.Mapper != nil {
 		mapper = neverReset{cs.Mapper}
 	}
-	return &Client{dynamic: cs.Dynamic, metadata: cs.Metadata, mapper: mapper, core: cs.Core, authorization: cs.Authorization, fieldManager: fieldManager}
+	return &Client{dynamic: cs.Dynamic, metadata: cs.Metadata, mapper: mapper, core: cs.Core, revisions: cs.Revisions, authorization: cs.Authorization, fieldManager: fieldManager}
 }
 
 type neverReset struct{ meta.RESTMapper }
@@ -191,7 +200,7 @@ func (neverReset) Reset() {}
 // Client of fakes shares its fakes and only takes the identity.
 func (c *Client) Impersonating(user string) (*Client, error) {
 	if c.config == nil {
-		return &Client{dynamic: c.dynamic, metadata: c.metadata, mapper: c.mapper, core: c.core, authorization: c.authorization,
+		return &Client{dynamic: c.dynamic, metadata: c.metadata, mapper: c.mapper, core: c.core, revisions: c.revisions, authorization: c.authorization,
 			fieldManager: c.fieldManager, identity: user}, nil
 	}
 	cfg := rest.CopyConfig(c.config)

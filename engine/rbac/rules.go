@@ -47,6 +47,10 @@ var (
 	// Leader election, and the shards of a ring (run --sharding): each
 	// replica's Lease, the others' watched, dead ones deleted.
 	verbsLeases = []string{"create", "delete", "get", "list", "update", "watch"}
+	// verbsRevisions: the kinds' revision records (engine/revision), listed
+	// by kind, created, renumbered (update) when two replicas gave one
+	// number at once, deleted past the history limit.
+	verbsRevisions = []string{"create", "delete", "list", "update"}
 )
 
 // Roles of a resource in a grant, in the order comments list them.

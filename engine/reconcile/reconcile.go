@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +67,12 @@ type Reconciler struct {
 	Now func() time.Time
 	// Stats counts what the reconciler did (required).
 	Stats *Stats
+	// Revision is the number of the kind's revision (engine/revision) that
+	// each object's status.observedRevision records; 0: none is recorded.
+	Revision int64
+	// revisionKept is whether the API server keeps observedRevision
+	// (revision.go), learnt from the first write that sent it.
+	revisionKept atomic.Int32
 	// Writes is told of every write to a parent, so that the next
 	// reconcile reads the parent at least as new (engine/controller's
 	// ownWrites); nil: told nothing.
@@ -191,7 +198,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 	if r.Kind.BuiltIn() {
 		return nil
 	}
-	desired, err := status.Desired(obj, rendered, conds, r.now())
+	rev := r.revision()
+	desired, err := status.DesiredAt(obj, rendered, conds, r.now(), rev)
 	if err != nil {
 		return err
 	}
@@ -204,6 +212,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 		return err
 	}
 	r.Stats.add(&r.Stats.StatusWrites)
+	r.learnRevisionKept(ctx, rev, written)
 	r.wrote(written)
 	obj.Object["status"] = desired // later steps of this reconcile see it
 	return nil

@@ -18,7 +18,7 @@ const SelfKey = "_"
 
 // EngineStatusFields are the status fields the engine writes on every kind;
 // the CRD always declares them (see engine/crd), so a short schema may not.
-var EngineStatusFields = []string{"conditions", "observedGeneration"}
+var EngineStatusFields = []string{"conditions", "observedGeneration", "observedRevision"}
 
 // quantityPattern is the pattern Kubernetes' CRD generators give a
 // resource.Quantity (an int-or-string): 500m, 1Gi, 2.5, 1e3.

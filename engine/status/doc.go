@@ -5,6 +5,10 @@
 //
 // # Responsibilities
 //
+//   - Own status.observedRevision, the revision of the kind's folder the
+//     object was last reconciled with (engine/revision, DesiredAt; kept as
+//     it is when none is known, so that a CRD whose schema strips it
+//     costs no write).
 //   - Own status.observedGeneration and the condition of type Reconciled
 //     (True/Reconciled, or False with RenderFailed, ApplyFailed or
 //     StatusFailed and a message naming the template file and line), and

@@ -23,8 +23,19 @@ type Writer interface {
 // of status.yaml), or, when rendered is nil because this reconcile failed
 // before status.yaml could run, the current status unchanged; plus
 // observedGeneration and the engine's conditions (Reconciled, PruneHeld,
-// and Ready with Reconciling and Stalled when they are true).
+// and Ready with Reconciling and Stalled when they are true). The
+// observedRevision the status holds, if any, is kept (DesiredAt).
 func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []metav1.Condition, now time.Time) (map[string]any, error) {
+	return DesiredAt(obj, rendered, engine, now, 0)
+}
+
+// DesiredAt is Desired for an object reconciled with the kind's revision
+// numbered revision (engine/revision), which observedRevision says. 0:
+// no revision is recorded on the object (its CRD's status schema has no
+// place for it, or none is known, as in a preview): the status's own
+// observedRevision, if any, is kept, so that the desired status never
+// differs from a status the API server stripped of it.
+func DesiredAt(obj *unstructured.Unstructured, rendered map[string]any, engine []metav1.Condition, now time.Time, revision int64) (map[string]any, error) {
 	current, _, _ := unstructured.NestedMap(obj.Object, "status")
 	base := rendered
 	if base == nil {
@@ -51,8 +62,14 @@ func Desired(obj *unstructured.Unstructured, rendered map[string]any, engine []m
 	}
 	out["conditions"] = conds
 	out["observedGeneration"] = obj.GetGeneration()
+	if revision > 0 {
+		out[FieldObservedRevision] = revision
+	} else if v, ok := current[FieldObservedRevision]; ok {
+		out[FieldObservedRevision] = v
+	}
 	return Normalize(out)
 }
+
 
 // Held is Desired for an object the engine holds still (suspended): its
 // current status with the engine's conditions merged, and its
@@ -70,6 +87,10 @@ func Held(obj *unstructured.Unstructured, engine []metav1.Condition, now time.Ti
 	}
 	return Normalize(out)
 }
+
+// FieldObservedRevision is the status field of the revision of the kind's
+// folder an object was last reconciled with (DesiredAt).
+const FieldObservedRevision = "observedRevision"
 
 // Unchanged reports whether obj's status already is desired.
 func Unchanged(obj *unstructured.Unstructured, desired map[string]any) bool {

@@ -208,3 +208,51 @@ func TestHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestObservedRevision: the revision is written beside observedGeneration
+// and moves with the kind's; with none known (0) the status's own is kept,
+// and a status without one (a CRD whose schema strips it) stays unchanged:
+// no write that the API server would strip again, reconcile after
+// reconcile.
+func TestObservedRevision(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	ok := Reconciled(ReasonReconciled, "", 2)
+	settled := func(rev any) map[string]any {
+		st, err := Desired(parent(nil), map[string]any{"a": int64(1)}, []metav1.Condition{ok}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev != nil {
+			st[FieldObservedRevision] = rev
+		}
+		return st
+	}
+	for _, tc := range []struct {
+		name      string
+		status    map[string]any
+		revision  int64
+		want      any // nil: no field
+		wantWrite bool
+	}{
+		{name: "first status records the revision", revision: 1, want: int64(1), wantWrite: true},
+		{name: "same revision: no write", status: settled(int64(1)), revision: 1, want: int64(1)},
+		{name: "a new revision: write", status: settled(int64(1)), revision: 2, want: int64(2), wantWrite: true},
+		{name: "none known keeps the status's", status: settled(int64(3)), revision: 0, want: int64(3)},
+		{name: "stripped by the schema, none sent: no write", status: settled(nil), revision: 0, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := parent(tc.status)
+			got, err := DesiredAt(obj, map[string]any{"a": int64(1)}, []metav1.Condition{ok}, t0.Add(time.Hour), tc.revision)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, has := got[FieldObservedRevision]
+			if (tc.want == nil && has) || (tc.want != nil && v != tc.want) {
+				t.Errorf("observedRevision = %v (%v), want %v", v, has, tc.want)
+			}
+			if wrote := !Unchanged(obj, got); wrote != tc.wantWrite {
+				t.Errorf("changed = %v, want %v", wrote, tc.wantWrite)
+			}
+		})
+	}
+}
