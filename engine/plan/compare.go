@@ -276,7 +276,7 @@ func (p *planner) status(ctx context.Context, r *rendered, children []*unstructu
 	if err != nil {
 		return nil, err
 	}
-	desired, err := status.Desired(r.obj, rendered, conds, p.now)
+	desired, err := status.DesiredAt(r.obj, rendered, conds, p.now, p.opts.Revision)
 	if err != nil {
 		return nil, err
 	}

@@ -168,6 +168,11 @@ type Options struct {
 	Budget render.Budget
 	// Cluster is what a chart's templates see (.Capabilities).
 	Cluster catalog.Cluster
+	// Revision is the revision the folder is recorded as, or would be at
+	// its first reconcile (engine/revision): each object's reconcile writes
+	// it to status.observedRevision. 0: unknown, the field is planned as
+	// it is.
+	Revision int64
 	// Inventory gives the child kinds the kind has ever applied, the
 	// prune's scope beside the planned kinds; nil: the planned kinds only.
 	Inventory reconcile.Inventory

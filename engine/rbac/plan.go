@@ -65,8 +65,11 @@ func PlanObjects(o Options, folders []*Folder, res *Resources) *Stream {
 		&rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: metav1.ObjectMeta{Name: o.PlanName()}, Rules: g.rules()})
 	name, _ := inventory.Name(o.FieldManager) // checked by Generate
 	s.add([]string{generated(from),
-		fmt.Sprintf("Role %s: `operator plan` reads the operator's inventory ConfigMap %s in %s (the kinds of children it may prune).", o.PlanName(), name, o.Namespace)},
+		fmt.Sprintf("Role %s: `operator plan` reads the operator's inventory ConfigMap %s in %s (the kinds of children it may prune) and lists the kinds' revision records there (the status.observedRevision a reconcile writes).", o.PlanName(), name, o.Namespace)},
 		&rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: metav1.ObjectMeta{Name: o.PlanName(), Namespace: o.Namespace},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{name}}}})
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{name}},
+				{APIGroups: []string{"apps"}, Resources: []string{"controllerrevisions"}, Verbs: []string{"list"}},
+			}})
 	return s
 }

@@ -70,7 +70,6 @@ func DesiredAt(obj *unstructured.Unstructured, rendered map[string]any, engine [
 	return Normalize(out)
 }
 
-
 // Held is Desired for an object the engine holds still (suspended): its
 // current status with the engine's conditions merged, and its
 // observedGeneration as it was, for the generations since were not

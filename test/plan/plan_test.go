@@ -203,7 +203,10 @@ func TestPlanReadOnly(t *testing.T) {
 		t.Fatalf("text plan: exit %d (%v), want 1\n%s", cmd.ProcessState.ExitCode(), err, text)
 	}
 	for _, want := range []string{
-		"planapp/" + ns + "/ro-01: 0 to change, 1 to create, 0 to prune\n",
+		// Every object's status moves to the folder's new revision
+		// (status.observedRevision), as the reconcile writes it.
+		"planapp/" + ns + "/ro-01: 0 to change, 1 to create, 0 to prune, status changes\n",
+		"planapp/" + ns + "/ro-00: 0 to change, 0 to create, 0 to prune, status changes\n  ~ status: .status.observedRevision\n",
 		"  + ConfigMap " + ns + "/ro-01-extra (extra.yaml)\n",
 		"planapp/" + ns + "/ro-03: 1 to change, 0 to create, 0 to prune, status changes\n",
 		"  ~ Deployment " + ns + "/ro-03 (deployment.yaml)\n",
@@ -211,7 +214,7 @@ func TestPlanReadOnly(t *testing.T) {
 		"    +  big: true\n",
 		"planapp/" + ns + "/ro-04: 1 to change, 0 to create, 1 to prune, status changes\n",
 		"  - ConfigMap " + ns + "/ro-04-settings (settings.yaml)\n",
-		"Plan: 10 objects, 8 with changes: 6 to change, 2 to create, 2 to prune, 4 status changes, 0 errors",
+		"Plan: 10 objects, 10 with changes: 6 to change, 2 to create, 2 to prune, 10 status changes, 0 errors",
 	} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("text plan lacks %q:\n%s", want, text)

@@ -25,6 +25,7 @@ import (
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/plan"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/revision"
 )
 
 type planFlags struct {
@@ -182,6 +183,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 	}
 	warn := func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) }
 	inv := &readOnlyInventory{store: inventory.New(base, f.stateNamespace, invName), warn: warn}
+	revisions := revision.New(base, f.stateNamespace, f.fieldManager)
 	color := f.color == "always" || (f.color == "auto" && isTerminal(out) && os.Getenv("NO_COLOR") == "")
 	progress := isTerminal(errOut) && f.output == "text"
 	report := planReport{Objects: []plan.Object{}}
@@ -211,6 +213,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 			Client: client, Manager: f.fieldManager, Budget: f.budget, Inventory: inv, Workers: f.workers, Local: f.local,
 			Bounds: ownership.Bounds{Namespace: f.watchNamespace, Protected: f.protected}, Warn: warn,
 		}
+		opts.Revision = plannedRevision(ctx, revisions, client, k, warn)
 		if k.ReadsCluster() {
 			v, apis, err := client.Cluster()
 			if err != nil {
@@ -380,4 +383,32 @@ func isTerminal(w io.Writer) bool {
 	}
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// plannedRevision is the revision k's folder is recorded as, or the one it
+// would get at its first reconcile (the next number): what each object's
+// reconcile writes to status.observedRevision. 0 when the kind's objects do
+// not hold it or the records cannot be read (warned): the field is then
+// planned as it is.
+func plannedRevision(ctx context.Context, store *revision.Store, c *kube.Client, k *catalog.Kind, warn func(string)) int64 {
+	if !k.RecordsRevision() {
+		return 0
+	}
+	m, err := c.Mapping(k.GVK)
+	if err != nil {
+		return 0 // the kind's own planning reports it
+	}
+	revs, err := store.List(ctx, m.Resource.GroupResource())
+	if err != nil {
+		warn(fmt.Sprintf("kind %s: status.observedRevision planned as it is: %v", k.GVK.GroupKind(), err))
+		return 0
+	}
+	var top int64
+	for _, r := range revs {
+		if r.Fingerprint == k.Fingerprint {
+			return r.Number
+		}
+		top = max(top, r.Number)
+	}
+	return top + 1
 }
