@@ -111,6 +111,10 @@ func (f *folder) engineStatus(st map[string]any) []Finding {
 		out = append(out, f.at(statusFile, keyLine(f.templates[statusFile], "observedGeneration"), CodeStatusEngine,
 			"status.yaml renders observedGeneration: the engine writes it (the generation it reconciled); remove it"))
 	}
+	if _, ok := st[status.FieldObservedRevision]; ok {
+		out = append(out, f.at(statusFile, keyLine(f.templates[statusFile], status.FieldObservedRevision), CodeStatusEngine,
+			"status.yaml renders %s: the engine writes it (the revision of the folder it reconciled with, docs/rollout.md); remove it", status.FieldObservedRevision))
+	}
 	conds, _ := st["conditions"].([]any)
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
