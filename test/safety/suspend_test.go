@@ -124,13 +124,13 @@ func TestSuspend(t *testing.T) {
 	}
 	waitEvent(t, ns, "held", "Suspended")
 	suspendedSince := suspendedTime(t, pauses, ns, "held")
-	// Spec changes and a hand edit of the child, over 24 s.
-	for i, v := range []string{"b", "c", "d"} {
+	// Spec changes and hand edits of the child, over a minute.
+	for i, v := range []string{"b", "c", "x", "y", "z", "d"} {
 		env.Patch(t, pauses, ns, "held", fmt.Sprintf(`{"spec":{"value":%q}}`, v))
-		if i == 1 {
-			env.Patch(t, configMapGVR, ns, "held", `{"data":{"value":"by hand"}}`)
+		if i == 1 || i == 4 {
+			env.Patch(t, configMapGVR, ns, "held", fmt.Sprintf(`{"data":{"value":"by hand"},"metadata":{"labels":{"edit":"e%d"}}}`, i))
 		}
-		time.Sleep(8 * time.Second)
+		time.Sleep(10 * time.Second)
 	}
 	writes := objectWrites(mark, ns, role)
 	if len(writes) != 1 || writes[0] != "PATCH /apis/safety.tmplop.io/v1/namespaces/"+ns+"/pauses/held/status" {
