@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/tmplop/operator/engine/kube"
+	"github.com/tmplop/operator/internal/testsupport/revisiontest"
 )
 
 var (
@@ -59,7 +60,7 @@ func newFakeClusterWith(t *testing.T, cs kube.Clients, objs ...runtime.Object) *
 	apps := fake.NewClientset()
 	f := &fakeCluster{t: t, dyn: dyn, rv: 100, core: cs.Core, apps: apps,
 		client: kube.NewForClients(kube.Clients{Dynamic: dyn, Mapper: mapper, Core: cs.Core, Metadata: cs.Metadata, Authorization: cs.Authorization,
-			Revisions: apps.AppsV1()}, "op")}
+			Revisions: revisiontest.Typed{Getter: apps.AppsV1()}}, "op")}
 	dyn.PrependReactor("patch", "*", f.apply)
 	return f
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -53,7 +52,7 @@ type Client struct {
 	// Events): one group, never the whole clientset (see core.go).
 	core typedcorev1.CoreV1Interface
 	// revisions are the kinds' revision records (revisions.go).
-	revisions typedappsv1.ControllerRevisionsGetter
+	revisions RevisionAPI
 	// authorization asks the authorizer about the client's own identity
 	// (Allowed); nil for a Client of fakes made without one.
 	authorization authorizationv1client.SelfSubjectAccessReviewsGetter
@@ -114,9 +113,7 @@ func (c *Client) connect(cfg *rest.Config, httpClient *http.Client) error {
 	if c.core, err = typedcorev1.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return fmt.Errorf("core client: %w", err)
 	}
-	if c.revisions, err = typedappsv1.NewForConfigAndClient(cfg, httpClient); err != nil {
-		return fmt.Errorf("apps client: %w", err)
-	}
+	c.revisions = dynamicRevisions{c.dynamic}
 	if c.authorization, err = authorizationv1client.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return fmt.Errorf("authorization client: %w", err)
 	}
@@ -174,9 +171,10 @@ type Clients struct {
 	Metadata metadata.Interface
 	// Core is the core group's typed client; nil when the test needs none.
 	Core typedcorev1.CoreV1Interface
-	// Revisions serve the ControllerRevisions (the AppsV1 of
-	// k8s.io/client-go/kubernetes/fake); nil when the test needs none.
-	Revisions typedappsv1.ControllerRevisionsGetter
+	// Revisions serve the ControllerRevisions (internal/testsupport's
+	// revisiontest over k8s.io/client-go/kubernetes/fake); nil when the
+	// test needs none.
+	Revisions RevisionAPI
 	// Authorization answers Allowed; nil: every request is allowed.
 	Authorization authorizationv1client.SelfSubjectAccessReviewsGetter
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/layout"
+	"github.com/tmplop/operator/internal/testsupport/revisiontest"
 )
 
 const ns = "operator-system"
@@ -36,7 +37,7 @@ func folder(v string) (string, layout.Files) {
 func fakeStore(t *testing.T, objs ...runtime.Object) (*Store, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)
-	c := kube.NewForClients(kube.Clients{Revisions: cs.AppsV1()}, "tmplop-operator")
+	c := kube.NewForClients(kube.Clients{Revisions: revisiontest.Typed{Getter: cs.AppsV1()}}, "tmplop-operator")
 	s := New(c, ns, "tmplop-operator")
 	s.pause = func(context.Context, int) {}
 	return s, cs
