@@ -8,7 +8,7 @@
 // DaemonSet and StatefulSet revisions in) in the operator's state
 // namespace, one per kind and folder fingerprint:
 //
-//	name:        <resource>.<group>-<first 16 hex digits of the fingerprint>
+//	name:        <resource>.<group>-<16 hex digits of sha256(manager, fingerprint)>
 //	             (<resource>-<...> for a kind of the core group)
 //	labels:      operator.tmplop.io/kind: <resource>.<group> (LabelKind)
 //	             app.kubernetes.io/managed-by: <the field manager>

@@ -42,7 +42,7 @@ const (
 	// most 1.5 MiB, and the record's metadata needs its room.
 	MaxData = 1 << 20
 
-	hashLen = 16 // hex digits of the fingerprint in a name: 64 bits
+	hashLen = 16 // hex digits of the hash in a name: 64 bits
 )
 
 // Revision is one recorded version of a kind's folder.
@@ -73,8 +73,13 @@ func LabelValue(gr schema.GroupResource) string {
 }
 
 // Name is the record's name of the folder of fingerprint for the kind of
-// resource gr: <resource>.<group>-<hash>, a DNS-1123 subdomain.
-func Name(gr schema.GroupResource, fingerprint string) (string, error) {
+// resource gr, kept by the operator instance of field manager manager:
+// <resource>.<group>-<hash of the manager and the fingerprint>, a DNS-1123
+// subdomain. Two instances (two managers) sharing a state namespace and
+// serving the same folder keep a record each: their lists (by the
+// managed-by label) never see the other's, so one name for both would
+// leave each unable to find the record it collides with.
+func Name(gr schema.GroupResource, manager, fingerprint string) (string, error) {
 	if len(fingerprint) < hashLen {
 		return "", fmt.Errorf("fingerprint %q is shorter than %d hex digits", fingerprint, hashLen)
 	}
@@ -82,7 +87,8 @@ func Name(gr schema.GroupResource, fingerprint string) (string, error) {
 	if max := validation.DNS1123SubdomainMaxLength - hashLen - 1; len(head) > max {
 		head = strings.TrimRight(head[:max], ".-")
 	}
-	name := head + "-" + fingerprint[:hashLen]
+	sum := sha256.Sum256([]byte(manager + "\x00" + fingerprint))
+	name := head + "-" + hex.EncodeToString(sum[:])[:hashLen]
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return "", fmt.Errorf("cannot name the revision of %s %q: %s", gr, name, strings.Join(errs, "; "))
 	}

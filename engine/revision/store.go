@@ -63,7 +63,7 @@ const maxAttempts = 8
 // recorded without its files (Revision.FilesOmitted), with an error
 // logged.
 func (s *Store) Ensure(ctx context.Context, gr schema.GroupResource, fingerprint string, files layout.Files) (Revision, error) {
-	name, err := Name(gr, fingerprint)
+	name, err := Name(gr, s.manager, fingerprint)
 	if err != nil {
 		return Revision{}, err
 	}

@@ -2,6 +2,8 @@ package revision
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,7 +40,7 @@ func fakeStore(t *testing.T, objs ...runtime.Object) (*Store, *fake.Clientset) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	c := kube.NewForClients(kube.Clients{Revisions: revisiontest.Typed{Getter: cs.AppsV1()}}, "tmplop-operator")
-	s := New(c, ns, "tmplop-operator")
+	s := New(c, ns, testManager)
 	s.pause = func(context.Context, int) {}
 	return s, cs
 }
@@ -47,7 +49,7 @@ func fakeStore(t *testing.T, objs ...runtime.Object) (*Store, *fake.Clientset) {
 func existing(t *testing.T, v string, number int64) *appsv1.ControllerRevision {
 	t.Helper()
 	fp, files := folder(v)
-	name, err := Name(memcacheds, fp)
+	name, err := Name(memcacheds, testManager, fp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,11 +398,11 @@ func TestNames(t *testing.T) {
 		name      string
 		labelHead string
 	}{
-		{gr: memcacheds, name: "memcacheds.cache.example.com-" + fp[:16], labelHead: "memcacheds.cache.example.com"},
-		{gr: schema.GroupResource{Resource: "configmaps"}, name: "configmaps-" + fp[:16], labelHead: "configmaps"},
+		{gr: memcacheds, name: "memcacheds.cache.example.com-" + nameHash(testManager, fp), labelHead: "memcacheds.cache.example.com"},
+		{gr: schema.GroupResource{Resource: "configmaps"}, name: "configmaps-" + nameHash(testManager, fp), labelHead: "configmaps"},
 		{gr: schema.GroupResource{Group: long, Resource: "things"}, labelHead: "things.abcdefghij"},
 	} {
-		name, err := Name(tc.gr, fp)
+		name, err := Name(tc.gr, testManager, fp)
 		if err != nil {
 			t.Errorf("Name(%s): %v", tc.gr, err)
 			continue
@@ -431,4 +433,29 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// testManager is the field manager of the tests' Store.
+const testManager = "tmplop-operator"
+
+// nameHash is the hash a record's name ends with.
+func nameHash(manager, fp string) string {
+	sum := sha256.Sum256([]byte(manager + "\x00" + fp))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// TestNamePerManager: two operator instances (two field managers) serving
+// one folder in one state namespace name their records apart; the same
+// instance names the same folder alike.
+func TestNamePerManager(t *testing.T) {
+	fp, _ := folder("v1")
+	a, errA := Name(memcacheds, "one", fp)
+	b, errB := Name(memcacheds, "two", fp)
+	again, _ := Name(memcacheds, "one", fp)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if a == b || a != again {
+		t.Errorf("names %s (one), %s (two), %s (one again): want two names, stable", a, b, again)
+	}
 }
