@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,7 +17,8 @@ import (
 // with a folder the cluster has no record of. A failure to read or write
 // the record is logged and tried again with backoff, as a kind whose CRD
 // is not served yet waits (waitForMapping); the objects' children stay as
-// they are meanwhile. The replica that prunes (the leader, or the ring's
+// they are meanwhile. A refusal (Forbidden) is not retried: the kind is
+// served without records, logged as an error. The replica that prunes (the leader, or the ring's
 // sharder) then deletes the records past the kind's revisionHistoryLimit.
 func (c *kindController) recordRevision(ctx context.Context, mapping *meta.RESTMapping) <-chan struct{} {
 	recorded := make(chan struct{})
@@ -46,6 +48,14 @@ func (c *kindController) recordRevision(ctx context.Context, mapping *meta.RESTM
 				return
 			}
 			if ctx.Err() != nil {
+				return
+			}
+			if apierrors.IsForbidden(err) {
+				// Retrying cannot help, and holding every object of the kind
+				// for want of a record that nothing reads back yet would stop
+				// an operator upgraded without its RBAC: serve unrecorded.
+				log.Error(err, "The kind's revision cannot be recorded: served without revision records (status.observedRevision not written); grant the operator's Role what `operator rbac` generates (apps controllerrevisions in its namespace)")
+				close(recorded)
 				return
 			}
 			d := backoff.Step()

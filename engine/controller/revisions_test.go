@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/tmplop/operator/engine/revision"
@@ -49,6 +51,24 @@ func TestRevisionBeforeReconcile(t *testing.T) {
 	}
 	if len(recs.Items) != 1 || recs.Items[0].Revision != 1 || recs.Items[0].Labels[revision.LabelKind] != widgetGVR.GroupResource().String() {
 		t.Fatalf("records %v", names(recs.Items))
+	}
+}
+
+// TestRevisionForbidden: an operator whose Role does not grant the
+// revision records (upgraded without its RBAC) serves the kind all the
+// same, without writing status.observedRevision.
+func TestRevisionForbidden(t *testing.T) {
+	f := newFakeCluster(t, widget("a", "w1", 3))
+	f.apps.PrependReactor("list", "controllerrevisions", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "controllerrevisions"}, "", errors.New("no RBAC"))
+	})
+	m, ctx := newTestManager(t, f, Options{})
+	if err := m.SyncFolders(ctx, fakeFolders{loadWidget(t)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the child applied without a record", func() bool { return f.get(configMapsGVR, "a", "w1-config") != nil })
+	if _, found, _ := unstructured.NestedInt64(f.get(widgetGVR, "a", "w1").Object, "status", "observedRevision"); found {
+		t.Error("status.observedRevision written with no record")
 	}
 }
 
