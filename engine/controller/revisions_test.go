@@ -183,3 +183,42 @@ func TestRevisionStripped(t *testing.T) {
 		t.Errorf("the fake kept observedRevision")
 	}
 }
+
+// TestRevisionRefused: a CRD whose structural schema does not declare
+// status.observedRevision makes server-side apply refuse the whole status
+// write (it does not prune the field, as an update would): the status is
+// written without it, and the kind stops sending it.
+func TestRevisionRefused(t *testing.T) {
+	f := newFakeCluster(t, widget("a", "w1", 3))
+	var refused, written atomic.Int32
+	f.dyn.PrependReactor("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchActionImpl)
+		if p.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(p.GetPatch()); err != nil {
+			return true, nil, err
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "observedRevision"); found {
+			refused.Add(1)
+			return true, nil, apierrors.NewInternalError(errors.New("failed to create typed patch object (a/w1; example.com/v1, Kind=Widget): .status.observedRevision: field not declared in schema"))
+		}
+		written.Add(1)
+		return f.apply(p)
+	})
+	m, ctx := newTestManager(t, f, Options{})
+	if err := m.SyncFolders(ctx, fakeFolders{loadWidget(t)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the status written without observedRevision", func() bool { return written.Load() > 0 })
+	for i := range 2 {
+		if err := f.dyn.Resource(configMapsGVR).Namespace("a").Delete(ctx, "w1-config", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("the child applied again (%d)", i), func() bool { return f.get(configMapsGVR, "a", "w1-config") != nil })
+	}
+	if n := refused.Load(); n != 1 {
+		t.Errorf("%d status writes refused for observedRevision, want 1: the kind must stop sending it", n)
+	}
+}

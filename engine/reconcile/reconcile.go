@@ -207,6 +207,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *unstructured.Unstruct
 		return nil
 	}
 	written, err := status.Write(ctx, r.Client, obj, desired)
+	if err != nil && rev != 0 && r.revisionRefused(ctx, err) {
+		// A CRD whose schema lacks the field refuses the apply (server-side
+		// apply does not prune it): the status is written without it.
+		rev = 0
+		if desired, err = status.DesiredAt(obj, rendered, conds, r.now(), 0); err != nil {
+			return err
+		}
+		if status.Unchanged(obj, desired) {
+			return nil
+		}
+		written, err = status.Write(ctx, r.Client, obj, desired)
+	}
 	if err != nil {
 		r.writeFailed(obj, err)
 		return err

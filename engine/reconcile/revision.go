@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,4 +62,20 @@ func (r *Reconciler) learnRevisionKept(ctx context.Context, sent int64, written 
 		klog.FromContext(ctx).Info("The kind's CRD has no status.observedRevision: the API server strips it, and the objects do not record their revision; regenerate the CRD (operator crd)",
 			"kind", r.Kind.GVK.GroupKind().String())
 	}
+}
+
+// revisionRefused reports whether err is the API server refusing a status
+// apply for its observedRevision: a CRD whose structural schema does not
+// declare it (one installed from an older `operator crd`, or by hand), for
+// which server-side apply fails the whole request rather than pruning the
+// field. The kind then stops sending it, as for a CRD that strips it.
+func (r *Reconciler) revisionRefused(ctx context.Context, err error) bool {
+	if !strings.Contains(err.Error(), ".status."+status.FieldObservedRevision+": field not declared in schema") {
+		return false
+	}
+	if r.revisionKept.Swap(revisionStripped) != revisionStripped {
+		klog.FromContext(ctx).Info("The kind's CRD does not declare status.observedRevision: the objects do not record their revision; regenerate the CRD (operator crd)",
+			"kind", r.Kind.GVK.GroupKind().String())
+	}
+	return true
 }
