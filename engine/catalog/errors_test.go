@@ -32,6 +32,11 @@ func TestAuthorErrorsTyped(t *testing.T) {
 		{name: "second lookup's selector", files: layout.Files{KindFile: []byte(head + "lookups:\n- {apiVersion: v1, kind: Pod}\n- apiVersion: v1\n  kind: Secret\n  selector: {matchExpressions: [{key: x, operator: Bogus}]}\n")}, file: KindFile, line: 7, code: render.CodeKindYAML},
 		{name: "short schema marker", files: layout.Files{KindFile: []byte(head + "spec:\n  size: integer | minimun=1\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "dependsOn unknown file", files: layout.Files{KindFile: []byte(head + "dependsOn:\n  a.yaml: [b.yaml]\n"), "a.yaml": []byte("")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		// rollout (docs/rollout.md).
+		{name: "rollout word", files: layout.Files{KindFile: []byte(head + "workers: 1\nrollout: slowly\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
+		{name: "rollout steps shrink", files: layout.Files{KindFile: []byte(head + "rollout:\n  steps: [10%, 5%]\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},
+		{name: "rollout step zero", files: layout.Files{KindFile: []byte(head + "rollout:\n  steps: [0, 50%]\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},
+		{name: "rollout steps of a built-in kind", files: layout.Files{KindFile: []byte("apiVersion: v1\nkind: Namespace\nrollout:\n  steps: [1]\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},
 		// suspend, drift and driftIgnore (docs/suspend-and-drift.md).
 		{name: "suspend not a path", files: layout.Files{KindFile: []byte(head + "workers: 1\nsuspend: spec..suspend\n")}, file: KindFile, line: 4, code: render.CodeKindYAML},
 		{name: "suspend in status", files: layout.Files{KindFile: []byte(head + "suspend: status.paused\n")}, file: KindFile, line: 3, code: render.CodeKindYAML},

@@ -22,6 +22,7 @@ import (
 	"github.com/tmplop/operator/engine/health"
 	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/render"
+	"github.com/tmplop/operator/engine/rollout"
 	shortschema "github.com/tmplop/operator/engine/schema"
 )
 
@@ -57,6 +58,11 @@ type Spec struct {
 	// kept beside the one it is served with (engine/revision,
 	// docs/rollout.md); nil: DefaultRevisionHistoryLimit.
 	RevisionHistoryLimit *int `json:"revisionHistoryLimit,omitempty"`
+	// Rollout is how a change of the folder reaches the kind's objects:
+	// all at once (absent, or "all"), or in steps that move on only when
+	// the objects of the step before are Ready (engine/rollout,
+	// docs/rollout.md).
+	Rollout *rollout.Spec `json:"rollout,omitempty"`
 	// AllowClusterScoped lets the templates render cluster-scoped children
 	// and children in other namespaces than the parent's. Off by default so
 	// that whoever may create the custom resource in one namespace can never
@@ -404,6 +410,11 @@ func (l Limits) Compile(name, source string, files layout.Files) (*Kind, error) 
 		format:      format,
 	}
 	k.childKinds = sync.OnceValues(k.analyzeChildKinds)
+	if k.Staged() && !k.RecordsRevision() {
+		// A step moves on when its objects say they were reconciled with
+		// the new revision, and these objects cannot say it.
+		return nil, kindYAMLError(files[KindFile], fieldErr(errors.New("rollout: steps read each object's status.observedRevision, which this kind's objects cannot hold (a built-in kind, or a crd.yaml whose status schema does not declare observedRevision): use rollout: all, or declare the field"), "rollout"))
+	}
 	var fromCRD []Version
 	if hasCRD && len(files.Conversions()) > 0 {
 		// A crd.yaml of several versions and no conversion templates is
@@ -484,6 +495,11 @@ func parseSpec(data []byte) (*Spec, error) {
 	}
 	if b := s.Budget; b != nil && (b.Timeout.Duration < 0 || b.MaxOutputBytes < 0 || b.MaxManifests < 0 || b.MaxCalls < 0) {
 		return nil, fieldErr(errors.New("budget: values must not be negative"), "budget")
+	}
+	if r := s.Rollout; r != nil {
+		if err := r.Validate(); err != nil {
+			return nil, fieldErr(err, "rollout")
+		}
 	}
 	if err := s.validSuspend(); err != nil {
 		return nil, err

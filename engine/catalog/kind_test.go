@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,20 @@ lookups:
 			}
 			if got := (&Kind{}).RevisionHistoryLimit(); got != DefaultRevisionHistoryLimit {
 				t.Errorf("default RevisionHistoryLimit = %d, want %d", got, DefaultRevisionHistoryLimit)
+			}
+		}},
+		{name: "rollout in steps", yaml: "apiVersion: a.example.com/v1\nkind: A\nrollout:\n  steps: [1, 10%, \"50%\"]\n  canary: {matchLabels: {tier: canary}}\n  stepDeadline: 5m\n", check: func(t *testing.T, k *Kind) {
+			if !k.Staged() {
+				t.Fatal("not staged")
+			}
+			r := k.Spec.Rollout
+			if got := fmt.Sprint(r.Steps); got != "[1 10% 50% 100%]" || r.Deadline() != 5*time.Minute || !r.Canaries(map[string]string{"tier": "canary"}) {
+				t.Errorf("rollout = steps %s, deadline %s", got, r.Deadline())
+			}
+		}},
+		{name: "rollout all", yaml: "apiVersion: a.example.com/v1\nkind: A\nrollout: all\n", check: func(t *testing.T, k *Kind) {
+			if k.Staged() {
+				t.Error("rollout: all is staged")
 			}
 		}},
 		{name: "bad selector", yaml: "apiVersion: a.example.com/v1\nkind: A\nselector: {matchExpressions: [{key: x, operator: Bogus}]}\n", wantErr: "selector"},

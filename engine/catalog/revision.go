@@ -64,3 +64,8 @@ func (k *Kind) RecordsRevision() bool {
 	}
 	return false
 }
+
+// Staged reports whether a change of the kind's folder rolls out in steps
+// (kind.yaml rollout: steps): each object is then rendered with the
+// revision the kind's rollout gives it.
+func (k *Kind) Staged() bool { return k.Spec.Rollout.Staged() }

@@ -56,6 +56,16 @@ type kindController struct {
 	mapping *meta.RESTMapping
 	// revisions keep the kind's folder versions (revisions.go); nil: none.
 	revisions *revision.Store
+	// staged serves a kind that rolls out in steps (rollout.go); nil: all
+	// at once.
+	staged *staged
+	// base is the operator's own client: the revision records and the
+	// rollout kept on them are the operator's, whatever the kind's
+	// identity.
+	base *kube.Client
+	// newReconciler makes a reconciler of the kind for another revision
+	// of its folder, as the kind's own is made.
+	newReconciler func(k *catalog.Kind) *reconcile.Reconciler
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -142,11 +152,11 @@ func (c *kindController) run(ctx context.Context) {
 	// reconciles finish their writes (drain) instead of cutting them off.
 	workCtx, cancelWork := context.WithCancel(withKind(klog.NewContext(context.Background(), log), c.kind.GVK.GroupKind()))
 	defer cancelWork()
-	recorded := c.recordRevision(ctx, mapping)
+	served := c.whenServed(ctx, c.recordRevision(ctx, mapping))
 	var wg sync.WaitGroup
 	for range c.kind.Workers() {
 		wg.Go(func() {
-			if !c.lead(ctx) || !waitRecorded(ctx, recorded) {
+			if !c.lead(ctx) || !waitRecorded(ctx, served) {
 				return
 			}
 			for c.processNext(workCtx, queue, caught) {
@@ -182,6 +192,9 @@ func (c *kindController) handler(queue workqueue.TypedRateLimitingInterface[cach
 			}
 			if ok1 && ok2 && needsReconcile(o, n) {
 				c.add(queue, cur)
+			}
+			if c.staged != nil {
+				c.staged.poke() // a status moved: the rollout may move on
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -364,7 +377,11 @@ func (c *kindController) reconcileKey(ctx context.Context, key cache.ObjectName)
 		return res, err
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", key.Namespace, "name", key.Name))
-	return c.reconciler.Reconcile(ctx, u)
+	r, err := c.reconcilerFor(ctx, u)
+	if err != nil {
+		return res, fmt.Errorf("the revision the kind's rollout gives %s: %w", key, err)
+	}
+	return r.Reconcile(ctx, u)
 }
 
 // load is the object to reconcile: the watch's, or the reconciler's own

@@ -269,16 +269,22 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
 		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children, writes: m.writesOf(gk), revisions: m.revisions,
 	}
-	kc.reconciler = &reconcile.Reconciler{
-		Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
-		Lookups:   &kindLookups{w: m.lookups, client: client, kind: k, bounds: m.bounds()},
-		Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
-		PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
-		Shard: m.opts.shardID(), Writes: kc.writes,
+	kc.newReconciler = func(k *catalog.Kind) *reconcile.Reconciler {
+		r := &reconcile.Reconciler{
+			Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
+			Lookups:   &kindLookups{w: m.lookups, client: client, kind: k, bounds: m.bounds()},
+			Inventory: m.inventory, Manager: m.opts.FieldManager, Bounds: m.bounds(), Budget: m.opts.Budget,
+			PruneConfirmDelay: m.opts.PruneConfirmDelay, WaitFor: m.children.WaitFor, Stats: kc.stats,
+			Shard: m.opts.shardID(), Writes: kc.writes,
+		}
+		if k.ReadsCluster() {
+			r.Cluster = m.cluster(ctx, client)
+		}
+		return r
 	}
-	if k.ReadsCluster() {
-		kc.reconciler.Cluster = m.cluster(ctx, client)
-	}
+	kc.reconciler = kc.newReconciler(k)
+	kc.base = m.base
+	kc.staged = newStaged(kc, k)
 	m.mu.Lock()
 	m.kinds[gk] = kc
 	m.mu.Unlock()
@@ -399,6 +405,21 @@ func (m *Manager) TrueConditions(gk schema.GroupKind, types ...string) map[strin
 		}
 	}
 	return out
+}
+
+// Rollout says where kind gk's staged rollout is (metrics.RolloutReader).
+func (m *Manager) Rollout(gk schema.GroupKind) (step, steps int, phase string, from, to int64, ok bool) {
+	m.mu.Lock()
+	kc := m.kinds[gk]
+	m.mu.Unlock()
+	if kc == nil || kc.staged == nil {
+		return 0, 0, "", 0, 0, false
+	}
+	st := kc.staged.state.Load()
+	if st == nil {
+		return 0, 0, "", 0, 0, false
+	}
+	return st.Step + 1, st.Steps, string(st.Phase), st.From.Number, st.To.Number, true
 }
 
 // Wait stops every kind, letting in-flight reconciles finish, and returns

@@ -38,12 +38,15 @@ func (c *kindController) recordRevision(ctx context.Context, mapping *meta.RESTM
 			if err == nil {
 				if c.kind.RecordsRevision() {
 					c.reconciler.Revision = rev.Number // read by the workers after close(recorded)
+					if c.staged != nil {
+						c.staged.folder = rev // read by startStaged after close(recorded)
+					}
 				}
 				log.Info("Serving the kind's folder as revision", "revision", rev.Number, "record", rev.Name,
 					"namespace", c.revisions.Namespace(), "recordedOnObjects", c.kind.RecordsRevision())
 				close(recorded)
-				if c.prunesRevisions() {
-					c.pruneRevisions(ctx, gr, rev.Name)
+				if c.staged == nil && c.prunesRevisions() { // a staged kind's once its rollout is read
+					c.pruneRevisions(ctx, gr, func(name string) bool { return name == rev.Name })
 				}
 				return
 			}
@@ -99,9 +102,9 @@ func (c *kindController) prunesRevisions() bool {
 // pruneRevisions deletes the kind's records past its history limit; current
 // (the record it is served with) is kept whatever its number. A failure is
 // logged: the next start of the kind prunes again.
-func (c *kindController) pruneRevisions(ctx context.Context, gr schema.GroupResource, current string) {
+func (c *kindController) pruneRevisions(ctx context.Context, gr schema.GroupResource, inUse func(name string) bool) {
 	log := klog.FromContext(ctx)
-	deleted, err := c.revisions.Prune(ctx, gr, c.kind.RevisionHistoryLimit(), func(name string) bool { return name == current })
+	deleted, err := c.revisions.Prune(ctx, gr, c.kind.RevisionHistoryLimit(), inUse)
 	if err != nil {
 		log.Error(err, "Pruning the kind's old revisions failed; the next start of the kind tries again")
 	}

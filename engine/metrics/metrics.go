@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,6 +28,13 @@ type Source interface {
 // from its watch's cache: operator_objects.
 type ObjectCounter interface {
 	Objects(gk schema.GroupKind) map[string]int
+}
+
+// RolloutReader is a Source that can also say where each served kind's
+// staged rollout is (engine/rollout); ok false for a kind that rolls out
+// all at once.
+type RolloutReader interface {
+	Rollout(gk schema.GroupKind) (step, steps int, phase string, from, to int64, ok bool)
 }
 
 // ConditionCounter is a Source that can count each served kind's objects
@@ -186,6 +194,10 @@ var (
 		"Objects of each served kind whose Suspended condition is True: the operator writes nothing for them.", []string{"kind"}, nil)
 	driftedDesc = prometheus.NewDesc("operator_objects_drifted",
 		"Objects of each served kind whose Drifted condition is True: children edited by hand, left as they are (drift: warn).", []string{"kind"}, nil)
+	rolloutStepDesc = prometheus.NewDesc("operator_rollout_step",
+		"The step in progress of each staged kind's rollout, from 1 (kind.yaml rollout: steps), beside the number of steps.", []string{"kind", "steps"}, nil)
+	rolloutInfoDesc = prometheus.NewDesc("operator_rollout_info",
+		"1 for each staged kind's rollout: its phase (Progressing, Paused, Halted, Complete) and the revisions it goes from and to.", []string{"kind", "phase", "from", "to"}, nil)
 	shardInfoDesc = prometheus.NewDesc("operator_shard_info",
 		"The shard this replica holds (run --sharding): its objects are those labelled shard.tmplop.io/shard=<shard>.", []string{"shard"}, nil)
 	handoversDesc = prometheus.NewDesc("operator_shard_handovers_total",
@@ -203,7 +215,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{reconcileTotalDesc, terminalErrorsDesc, panicsDesc, childAppliesDesc, prunesDesc, statusWritesDesc, objectsDesc,
-		childDriftDesc, suspendedDesc, driftedDesc,
+		childDriftDesc, suspendedDesc, driftedDesc, rolloutStepDesc, rolloutInfoDesc,
 		shardInfoDesc, handoversDesc, sharderAssignedDesc, sharderReassignedDesc, sharderChildrenDesc, sharderConflictsDesc} {
 		ch <- d
 	}
@@ -241,6 +253,12 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 			n := cc.TrueConditions(gk, status.ConditionSuspended, status.ConditionDrifted)
 			ch <- prometheus.MustNewConstMetric(suspendedDesc, prometheus.GaugeValue, float64(n[status.ConditionSuspended]), k)
 			ch <- prometheus.MustNewConstMetric(driftedDesc, prometheus.GaugeValue, float64(n[status.ConditionDrifted]), k)
+		}
+		if rr, ok := c.src.(RolloutReader); ok {
+			if step, steps, phase, from, to, ok := rr.Rollout(gk); ok {
+				ch <- prometheus.MustNewConstMetric(rolloutStepDesc, prometheus.GaugeValue, float64(step), k, strconv.Itoa(steps))
+				ch <- prometheus.MustNewConstMetric(rolloutInfoDesc, prometheus.GaugeValue, 1, k, phase, strconv.FormatInt(from, 10), strconv.FormatInt(to, 10))
+			}
 		}
 		if sharded {
 			counter(handoversDesc, s.HandedOver.Load(), k)

@@ -220,3 +220,22 @@ func revisionOf(r *appsv1.ControllerRevision) Revision {
 	return Revision{Name: r.Name, Number: r.Revision, Fingerprint: r.Annotations[AnnotationFingerprint],
 		FilesOmitted: r.Annotations[AnnotationFiles] == "omitted"}
 }
+
+// Verified returns the files a record of the kind of resource gr, kept by
+// manager, holds, once they are the folder its fingerprint annotation and
+// its name say: the record is rendered again (a rollout's older
+// revision), and a record edited by hand, or another's, must not be.
+func Verified(r *appsv1.ControllerRevision, gr schema.GroupResource, manager string) (layout.Files, error) {
+	files, err := Files(r)
+	if err != nil {
+		return nil, err
+	}
+	fp := r.Annotations[AnnotationFingerprint]
+	if got := files.Fingerprint(); got != fp {
+		return nil, fmt.Errorf("revision %s: its files' fingerprint %s is not the recorded %s: the record was changed since it was written; not rendered", r.Name, got, fp)
+	}
+	if want, err := Name(gr, manager, fp); err != nil || want != r.Name {
+		return nil, fmt.Errorf("revision %s: not the name of its fingerprint for %s kept by %s (%s); not rendered", r.Name, gr, manager, want)
+	}
+	return files, nil
+}

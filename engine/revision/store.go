@@ -48,6 +48,9 @@ func New(api API, namespace, manager string) *Store {
 // Namespace is where the records are.
 func (s *Store) Namespace() string { return s.namespace }
 
+// Manager is the field manager whose records the Store keeps.
+func (s *Store) Manager() string { return s.manager }
+
 // maxAttempts bounds Ensure's rounds of list and write: each lost race
 // costs one, and a race needs another replica to write a record of the
 // same kind within the same second.

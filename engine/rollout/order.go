@@ -57,3 +57,23 @@ func cutoff(step Step, positions []string, prev string) (string, int) {
 	}
 	return c, covered
 }
+
+// NextCutoff is where the next step of a kind's rollout puts the cutoff
+// over the objects at positions: st's next step, or, when st is nil or
+// Complete, the first step of a rollout that would start now. What
+// `operator plan` shows: the objects the next step moves.
+func NextCutoff(spec *Spec, st *State, positions []string) (next string, step int) {
+	if !spec.Staged() {
+		return Last, 0
+	}
+	if st == nil || st.Phase == Complete {
+		c, _ := cutoff(spec.Steps[0], positions, "")
+		return c, 0
+	}
+	n := st.Step + 1
+	if n >= len(spec.Steps) {
+		return Last, len(spec.Steps) - 1
+	}
+	c, _ := cutoff(spec.Steps[n], positions, st.Cutoff)
+	return c, n
+}

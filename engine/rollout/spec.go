@@ -37,6 +37,8 @@ type Spec struct {
 	StepDeadline metav1.Duration `json:"stepDeadline,omitempty"`
 
 	canary labels.Selector
+	// word is the rollout written as a word ("all"), for Validate.
+	word string
 }
 
 // Step is how many objects a step has moved: Count of them, or Percent
@@ -44,6 +46,9 @@ type Spec struct {
 type Step struct {
 	Count   int
 	Percent int
+	// err is why the step as written is not one: kept for Validate, so
+	// that the error is reported at the step's line of kind.yaml.
+	err error
 }
 
 // String is the step as kind.yaml writes it.
@@ -62,22 +67,23 @@ func (s Step) MarshalJSON() ([]byte, error) {
 	return json.Marshal(s.Count)
 }
 
-// UnmarshalJSON reads 3, "3", "10%" or "all".
+// UnmarshalJSON reads 3, "3", "10%" or "all"; anything else is kept as
+// an error for Validate.
 func (s *Step) UnmarshalJSON(b []byte) error {
 	var n int
 	if err := json.Unmarshal(b, &n); err == nil {
 		*s = Step{Count: n}
-		return s.valid()
+		s.err = s.valid()
+		return nil
 	}
 	var str string
 	if err := json.Unmarshal(b, &str); err != nil {
-		return fmt.Errorf("a step is a number of objects or a percentage (10%%), not %s", b)
+		*s = Step{err: fmt.Errorf("a step is a number of objects or a percentage (10%%), not %s", b)}
+		return nil
 	}
 	st, err := ParseStep(str)
-	if err != nil {
-		return err
-	}
 	*s = st
+	s.err = err
 	return nil
 }
 
@@ -121,10 +127,7 @@ func (s Step) all() bool { return s.Percent == 100 }
 func (s *Spec) UnmarshalJSON(b []byte) error {
 	var str string
 	if err := json.Unmarshal(b, &str); err == nil {
-		if str != "all" {
-			return fmt.Errorf("rollout %q: want all, or a mapping with steps", str)
-		}
-		*s = Spec{}
+		*s = Spec{word: str}
 		return nil
 	}
 	type plain Spec
@@ -140,6 +143,14 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 // when both are counts or both percentages), adds the last step when it
 // is missing and parses the canary selector. Call it once, at load.
 func (s *Spec) Validate() error {
+	if s.word != "" && s.word != "all" {
+		return fmt.Errorf("rollout %q: want all, or a mapping with steps", s.word)
+	}
+	for i, st := range s.Steps {
+		if st.err != nil {
+			return fmt.Errorf("rollout: step %d: %w", i+1, st.err)
+		}
+	}
 	if s.StepDeadline.Duration < 0 {
 		return errors.New("rollout: stepDeadline must not be negative")
 	}

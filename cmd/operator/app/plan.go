@@ -125,8 +125,12 @@ type planReport struct {
 	Objects []plan.Object `json:"objects"`
 	// Errors are the kinds that could not be planned at all (not served,
 	// their objects or children not readable).
-	Errors []string  `json:"errors,omitempty"`
-	Total  planTotal `json:"total"`
+	Errors []string `json:"errors,omitempty"`
+	// Rollouts say, for each kind that rolls out in steps, which of its
+	// objects the plan covers: those its rollout's next step renders with
+	// the folder.
+	Rollouts []string  `json:"rollouts,omitempty"`
+	Total    planTotal `json:"total"`
 }
 
 type planTotal struct {
@@ -214,6 +218,17 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 			Bounds: ownership.Bounds{Namespace: f.watchNamespace, Protected: f.protected}, Warn: warn,
 		}
 		opts.Revision = plannedRevision(ctx, revisions, client, k, warn)
+		if k.Staged() {
+			var note string
+			if objs, note, err = stagedObjects(ctx, base, f.stateNamespace, f.fieldManager, k, opts.Revision, objs); err != nil {
+				kindFailed(fmt.Errorf("read the kind's rollout: %w", err))
+				continue
+			}
+			report.Rollouts = append(report.Rollouts, fmt.Sprintf("%s: %s", k.Name, note))
+			if f.output == "text" {
+				fmt.Fprintf(errOut, "Rollout: %s: %s\n", k.Name, note)
+			}
+		}
 		if k.ReadsCluster() {
 			v, apis, err := client.Cluster()
 			if err != nil {
