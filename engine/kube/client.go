@@ -243,6 +243,24 @@ func (c *Client) PreferredKind(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	return m, nil
 }
 
+// ResourceMapping returns the mapping of the resource gr (what a command
+// is given as <resource>.<group>) at the version the API server prefers,
+// with Mapping's reset-on-miss; meta.IsNoMatchError tells a resource that
+// is not served.
+func (c *Client) ResourceMapping(gr schema.GroupResource) (*meta.RESTMapping, error) {
+	gvk, err := c.mapper.KindFor(gr.WithVersion(""))
+	if meta.IsNoMatchError(err) && c.mayReset() {
+		c.mapper.Reset()
+		c.mappings.Clear()
+		gvk, err = c.mapper.KindFor(gr.WithVersion(""))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("map the resource %s: %w", gr, err)
+	}
+	// KindFor answers the version the API server prefers.
+	return c.Mapping(gvk)
+}
+
 // Preferred returns the mapping of m's group and kind at the version the
 // API server prefers: every version of a resource is one set of objects,
 // watched once.

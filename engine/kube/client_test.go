@@ -53,6 +53,26 @@ func TestMappingResetsOnMiss(t *testing.T) {
 	}
 }
 
+// TestResourceMapping: a resource given as <resource>.<group> maps to its
+// kind, with a reset when the discovery does not know it yet; one nobody
+// serves is a no-match error.
+func TestResourceMapping(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"}
+	m := &resettable{DefaultRESTMapper: meta.NewDefaultRESTMapper(nil), pending: []schema.GroupVersionKind{gvk}}
+	c := NewForClients(Clients{Mapper: m}, "op")
+	got, err := c.ResourceMapping(schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"})
+	if err != nil {
+		t.Fatalf("a resource known after a reset must map: %v", err)
+	}
+	if got.GroupVersionKind != gvk || got.Resource.Resource != "memcacheds" || m.resets != 1 {
+		t.Fatalf("mapping %v %v after %d resets", got.GroupVersionKind, got.Resource, m.resets)
+	}
+	_, err = c.ResourceMapping(schema.GroupResource{Group: "cache.example.com", Resource: "missing"})
+	if !meta.IsNoMatchError(err) || m.resets != 1 {
+		t.Fatalf("err = %v after %d resets, want a no-match error without a second reset", err, m.resets)
+	}
+}
+
 func TestOfflineNamespaced(t *testing.T) {
 	cases := []struct {
 		gvk  schema.GroupVersionKind

@@ -347,7 +347,7 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 	p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbsInventory, ResourceNames: []string{inventoryName}},
 		fmt.Sprintf("core/configmaps %s [%s]: the inventory ConfigMap (created below: no create right on ConfigMaps here)", inventoryName, strings.Join(verbsInventory, " ")))
 	p.own.add(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, whyOwn, "leader election, and run --sharding: the shards' Leases, watched, dead ones deleted", verbsLeases...)
-	p.own.add(schema.GroupResource{Group: "apps", Resource: "controllerrevisions"}, whyOwn, "the kinds' revisions: each version of a folder served, numbered, pruned past revisionHistoryLimit (docs/rollout.md)", verbsRevisions...)
+	p.own.add(schema.GroupResource{Group: "apps", Resource: "controllerrevisions"}, whyOwn, "the kinds' revisions: each version of a folder served, numbered, pruned past revisionHistoryLimit, and their rollout state patched on them (docs/rollout.md)", verbsRevisions...)
 	if o.InstallCRDs {
 		if err := addCRDs(p.cluster, folders); err != nil {
 			o.warn(err.Error())

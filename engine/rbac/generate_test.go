@@ -346,6 +346,8 @@ func TestRolesOfIdentity(t *testing.T) {
 		// Folders read; the inventory written by name only: no create.
 		{"Role operator-system/operator", "", "configmaps", "get list patch watch"},
 		{"Role operator-system/operator", "coordination.k8s.io", "leases", "create delete get list update watch"},
+		// The revision records, and the rollout state patched on them.
+		{"Role operator-system/operator", "apps", "controllerrevisions", "create delete list patch update"},
 	}
 	for _, c := range checks {
 		if got := verbs(c.role, c.group, c.resource); got != c.want {
@@ -356,8 +358,10 @@ func TestRolesOfIdentity(t *testing.T) {
 		if (slices.Contains(r.Verbs, "impersonate") || r.Resources[0] == "serviceaccounts") && !slices.Equal(r.ResourceNames, []string{"gadget-writer"}) {
 			t.Errorf("%v on ServiceAccounts %q, want exactly [gadget-writer]", r.Verbs, r.ResourceNames)
 		}
-		if slices.Contains(r.Verbs, "patch") && !slices.Equal(r.ResourceNames, []string{"operator-inventory"}) {
-			t.Errorf("patch on %s %q, want only the inventory by name", r.Resources, r.ResourceNames)
+		// Patched: the inventory by name, and the revision records (their
+		// rollout state), whose names are the folders' fingerprints.
+		if slices.Contains(r.Verbs, "patch") && !slices.Equal(r.ResourceNames, []string{"operator-inventory"}) && !slices.Equal(r.Resources, []string{"controllerrevisions"}) {
+			t.Errorf("patch on %s %q, want only the inventory by name and the revision records", r.Resources, r.ResourceNames)
 		}
 	}
 	var sas []string

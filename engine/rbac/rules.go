@@ -49,8 +49,11 @@ var (
 	verbsLeases = []string{"create", "delete", "get", "list", "update", "watch"}
 	// verbsRevisions: the kinds' revision records (engine/revision), listed
 	// by kind, created, renumbered (update) when two replicas gave one
-	// number at once, deleted past the history limit.
-	verbsRevisions = []string{"create", "delete", "list", "update"}
+	// number at once, deleted past the history limit, and their rollout
+	// state (engine/rollout: an annotation and two labels) written with a
+	// merge patch of their metadata, by the controller and by `operator
+	// rollout pause|resume|undo`.
+	verbsRevisions = []string{"create", "delete", "list", "patch", "update"}
 )
 
 // Roles of a resource in a grant, in the order comments list them.

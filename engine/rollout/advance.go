@@ -153,7 +153,16 @@ func Undo(s *State, now time.Time) (*State, error) {
 	}
 	next := &State{Seq: s.Seq + 1, Folder: s.Folder, From: s.To, To: s.From, Step: -1, Steps: s.Steps, StepStarted: now, Phase: Progressing,
 		Reason: "Undo", Message: fmt.Sprintf("back from revision %d to %d", s.To.Number, s.From.Number), Undo: true}
-	if s.Phase != Complete && s.Cutoff != Last {
+	switch {
+	case s.Phase == Complete || s.Cutoff == Last:
+	case s.Cutoff == "":
+		// No object had moved (the rollout was paused or halted before
+		// its first step): every one is on s.From already. Above "" would
+		// mean "none above", and give every object s.To for the undo's
+		// first steps: the whole kind forward, then back.
+		next.Phase, next.Cutoff, next.Step, next.Reason = Complete, Last, max(next.Steps-1, 0), "NothingToUndo"
+		next.Message = fmt.Sprintf("no object had moved from revision %d: every object is given it", s.From.Number)
+	default:
 		next.Above = s.Cutoff
 	}
 	return next, nil

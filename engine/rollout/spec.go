@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,7 @@ type Step struct {
 
 // String is the step as kind.yaml writes it.
 func (s Step) String() string {
-	if s.Percent > 0 {
+	if s.Percent != 0 {
 		return strconv.Itoa(s.Percent) + "%"
 	}
 	return strconv.Itoa(s.Count)
@@ -99,6 +100,10 @@ func ParseStep(str string) (Step, error) {
 		if err != nil {
 			return s, fmt.Errorf("step %q: a percentage is a whole number and %%", str)
 		}
+		if n < 1 {
+			// Step{Percent: 0} would read as a count of 0.
+			return s, fmt.Errorf("step %q: a percentage is between 1%% and 100%%", str)
+		}
 		s = Step{Percent: n}
 	} else {
 		n, err := strconv.Atoi(str)
@@ -130,10 +135,15 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		*s = Spec{word: str}
 		return nil
 	}
+	// Strictly, as kind.yaml is read (render.DecodeYAML): a field of
+	// its own UnmarshalJSON escapes the caller's decoder, and a misspelt
+	// key (step: for steps:) would silently roll out all at once.
 	type plain Spec
 	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("rollout: %w", err)
 	}
 	*s = Spec(p)
 	return nil

@@ -56,6 +56,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("v"))
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("vmodule"))
 	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out), NewRBACCommand(), NewCreateCommand(),
-		NewLintCommand(), NewCRDCommand(), NewPlanCommand(out, errOut))
+		NewLintCommand(), NewCRDCommand(), NewPlanCommand(out, errOut),
+		NewRolloutCommand(out, errOut))
 	return cmd
 }
