@@ -347,7 +347,7 @@ func TestRolesOfIdentity(t *testing.T) {
 		{"Role operator-system/operator", "", "configmaps", "get list patch watch"},
 		{"Role operator-system/operator", "coordination.k8s.io", "leases", "create delete get list update watch"},
 		// The revision records, and the rollout state patched on them.
-		{"Role operator-system/operator", "apps", "controllerrevisions", "create delete list patch update"},
+		{"Role operator-system/operator", "apps", "controllerrevisions", "create delete list patch update watch"},
 	}
 	for _, c := range checks {
 		if got := verbs(c.role, c.group, c.resource); got != c.want {

@@ -52,8 +52,9 @@ var (
 	// number at once, deleted past the history limit, and their rollout
 	// state (engine/rollout: an annotation and two labels) written with a
 	// merge patch of their metadata, by the controller and by `operator
-	// rollout pause|resume|undo`.
-	verbsRevisions = []string{"create", "delete", "list", "patch", "update"}
+	// rollout pause|resume|undo`; a kind that rolls out in steps watches
+	// their metadata, where its rollout is kept.
+	verbsRevisions = []string{"create", "delete", "list", "patch", "update", "watch"}
 )
 
 // Roles of a resource in a grant, in the order comments list them.
