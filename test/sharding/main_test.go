@@ -108,6 +108,10 @@ type ring struct {
 	replicas []*replica
 	obs      *observer // of ns
 	probe    *probe    // the API server's write latency meanwhile
+	// templates is the replicas' --templates, testdata/templates when
+	// empty; extra are flags every replica is started with besides.
+	templates string
+	extra     []string
 }
 
 // newRing makes the namespaces of a ring, and starts its observer and its
@@ -166,8 +170,11 @@ func (g *ring) start(top testing.TB, t *testing.T, id string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if g.templates != "" {
+		templates = g.templates
+	}
 	started := time.Now()
-	op := harness.StartOperator(lasting{top, t}, bin, "run",
+	op := harness.StartOperator(lasting{top, t}, bin, append([]string{"run",
 		"--templates", templates,
 		"--kubeconfig", kc,
 		"--field-manager", g.fm,
@@ -183,7 +190,7 @@ func (g *ring) start(top testing.TB, t *testing.T, id string) *replica {
 		"--metrics-secure=false",
 		// Hand-overs and retries by object: what a failure's story reads.
 		"-v", "1",
-	)
+	}, g.extra...)...)
 	r := &replica{id: id, op: op, proxy: p, metrics: "http://" + addrs[0] + "/metrics", started: started}
 	g.replicas = append(g.replicas, r)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
