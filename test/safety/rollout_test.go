@@ -2,6 +2,7 @@ package safety
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tmplop/operator/engine/revision"
 	"github.com/tmplop/operator/engine/rollout"
+	"github.com/tmplop/operator/internal/testsupport/rollouttest"
 	"github.com/tmplop/operator/test/cluster"
 	"github.com/tmplop/operator/test/harness"
 )
@@ -121,19 +123,7 @@ spec:
 	}
 	// state is the kind's rollout as the records say.
 	state := func(ctx context.Context) (*rollout.State, error) {
-		l, err := cs.AppsV1().ControllerRevisions("default").List(ctx, metav1.ListOptions{LabelSelector: kindSel})
-		if err != nil {
-			return nil, err
-		}
-		var md []metav1.PartialObjectMetadata
-		for _, r := range l.Items {
-			md = append(md, metav1.PartialObjectMetadata{ObjectMeta: r.ObjectMeta})
-		}
-		st, _, err := rollout.Current(md)
-		if err == nil && st == nil {
-			err = fmt.Errorf("no rollout state on %d records", len(l.Items))
-		}
-		return st, err
+		return rollouttest.State(ctx, cs, "default", kindSel)
 	}
 	type view struct {
 		revision int64
@@ -264,6 +254,29 @@ spec:
 		if name != canary && (v.revision != 1 || v.folder != "v1") {
 			t.Errorf("%s moved to revision %d (folder %s) while the first step waits", name, v.revision, v.folder)
 		}
+	}
+
+	// operator plan covers what the next step changes: the 9 objects of
+	// step 2 besides the canary, whose ConfigMaps go from v1 to v2; the
+	// 90 others stay on revision 1 and are not planned.
+	bin, err := harness.BuildOperator(env.RepoRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	planCmd := exec.CommandContext(t.Context(), bin, "plan", "--kubeconfig", env.Kubeconfig, "--templates", templates,
+		"-n", ns, "--state-namespace", "default", "--field-manager", manager, "-o", "json")
+	planOut, _ := planCmd.Output()
+	var planned struct {
+		Objects []struct {
+			Name string `json:"name"`
+		} `json:"objects"`
+		Rollouts []string `json:"rollouts"`
+	}
+	if err := json.Unmarshal(planOut, &planned); err != nil {
+		t.Fatalf("operator plan -o json: %v\n%s", err, planOut)
+	}
+	if len(planned.Objects) != 9 || len(planned.Rollouts) != 1 || !strings.Contains(planned.Rollouts[0], "planned through step 2/4: 10 objects") {
+		t.Errorf("operator plan at step 1: %d objects changed, rollouts %q; want 9, and the next step's 10 objects", len(planned.Objects), planned.Rollouts)
 	}
 
 	// Released: the steps follow, each only after the one before. A poll

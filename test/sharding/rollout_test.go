@@ -15,6 +15,7 @@ import (
 
 	"github.com/tmplop/operator/engine/revision"
 	"github.com/tmplop/operator/engine/rollout"
+	"github.com/tmplop/operator/internal/testsupport/rollouttest"
 	"github.com/tmplop/operator/test/cluster"
 )
 
@@ -83,19 +84,7 @@ readyWhen:
 		}
 	}
 	state := func(ctx context.Context) (*rollout.State, error) {
-		l, err := cs.AppsV1().ControllerRevisions(g.stateNS).List(ctx, metav1.ListOptions{LabelSelector: kindSel})
-		if err != nil {
-			return nil, err
-		}
-		var md []metav1.PartialObjectMetadata
-		for _, r := range l.Items {
-			md = append(md, metav1.PartialObjectMetadata{ObjectMeta: r.ObjectMeta})
-		}
-		st, _, err := rollout.Current(md)
-		if err == nil && st == nil {
-			err = fmt.Errorf("no rollout state on %d records", len(l.Items))
-		}
-		return st, err
+		return rollouttest.State(ctx, cs, g.stateNS, kindSel)
 	}
 	type view struct {
 		revision int64

@@ -15,10 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/kube"
 	"github.com/tmplop/operator/engine/revision"
 	"github.com/tmplop/operator/engine/rollout"
@@ -390,29 +390,13 @@ type progress struct {
 }
 
 // objectProgress reads what status counts of an object: the revision its
-// last reconcile ran with, and its Ready condition.
+// last reconcile ran with, and its Ready condition, as the controller's
+// rollout reads them (cached.Object.Progress).
 func objectProgress(o *unstructured.Unstructured) (progress, error) {
-	var s struct {
-		Status struct {
-			ObservedRevision int64 `json:"observedRevision"`
-			Conditions       []struct {
-				Type   string `json:"type"`
-				Status string `json:"status"`
-			} `json:"conditions"`
-		} `json:"status"`
+	co, err := cached.FromUnstructured(o)
+	if err != nil {
+		return progress{}, err
 	}
-	status, ok := o.Object["status"].(map[string]any)
-	if !ok {
-		return progress{}, nil // not reconciled yet
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"status": status}, &s); err != nil {
-		return progress{}, fmt.Errorf("read its status: %w", err)
-	}
-	p := progress{revision: s.Status.ObservedRevision}
-	for _, c := range s.Status.Conditions {
-		if c.Type == "Ready" {
-			p.ready = c.Status == "True"
-		}
-	}
-	return p, nil
+	p := co.Progress()
+	return progress{revision: p.ObservedRevision, ready: p.Ready == "True"}, nil
 }
