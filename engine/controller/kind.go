@@ -64,8 +64,9 @@ type kindController struct {
 	// identity.
 	base *kube.Client
 	// newReconciler makes a reconciler of the kind for another revision
-	// of its folder, as the kind's own is made.
-	newReconciler func(k *catalog.Kind) *reconcile.Reconciler
+	// of its folder, as the kind's own is made, as that revision's
+	// identity.
+	newReconciler func(ctx context.Context, k *catalog.Kind) (*reconcile.Reconciler, error)
 
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -269,7 +269,7 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 		minRequeue: m.opts.MinRequeue, drainTimeout: m.opts.DrainTimeout,
 		stats: m.statsOf(gk), sharding: m.opts.Sharding, children: m.children, writes: m.writesOf(gk), revisions: m.revisions,
 	}
-	kc.newReconciler = func(k *catalog.Kind) *reconcile.Reconciler {
+	newReconciler := func(k *catalog.Kind, client *kube.Client) *reconcile.Reconciler {
 		r := &reconcile.Reconciler{
 			Kind: k, Client: client, Applier: m.applier, Recorder: m.opts.Recorder,
 			Lookups:   &kindLookups{w: m.lookups, client: client, kind: k, bounds: m.bounds()},
@@ -282,7 +282,24 @@ func (m *Manager) start(k *catalog.Kind, id identity, client *kube.Client, check
 		}
 		return r
 	}
-	kc.reconciler = kc.newReconciler(k)
+	kc.reconciler = newReconciler(k, client)
+	// An older revision served beside the folder (a staged rollout) runs
+	// as its own kind.yaml's identity: a change of serviceAccountName
+	// moves with the objects, step by step.
+	kc.newReconciler = func(ctx context.Context, old *catalog.Kind) (*reconcile.Reconciler, error) {
+		if old.Spec.ServiceAccountName == k.Spec.ServiceAccountName {
+			return newReconciler(old, client), nil
+		}
+		id, err := m.agreements().identity(ctx, old)
+		if err != nil {
+			return nil, err
+		}
+		c, err := m.clientAs(old, id)
+		if err != nil {
+			return nil, fmt.Errorf("client for kind %s: %w", old.GVK.Kind, err)
+		}
+		return newReconciler(old, c), nil
+	}
 	kc.base = m.base
 	kc.staged = newStaged(kc, k)
 	m.mu.Lock()

@@ -405,7 +405,10 @@ func (s *staged) reconcilerOf(ctx context.Context, ref rollout.Ref) (*reconcile.
 	if k.GVK != s.c.kind.GVK {
 		return nil, fmt.Errorf("revision %d serves %s, not %s: a change of the watched kind cannot roll out in steps", ref.Number, k.GVK, s.c.kind.GVK)
 	}
-	r := s.c.newReconciler(k)
+	r, err := s.c.newReconciler(ctx, k)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d's identity: %w", ref.Number, err)
+	}
 	if k.RecordsRevision() {
 		r.Revision = ref.Number
 	}

@@ -1,7 +1,15 @@
 package controller
 
 import (
+	"errors"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/engine/kube"
 
 	"github.com/tmplop/operator/engine/revision"
 	"github.com/tmplop/operator/engine/rollout"
@@ -36,6 +44,57 @@ func TestMostServed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := mostServed(tc.objs, revs, tc.folder); got != tc.want {
 				t.Errorf("mostServed = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRevisionIdentity: an older revision served beside the folder runs
+// as its own kind.yaml's account, agreed to as any folder's is; the same
+// account as the folder's shares the kind's client.
+func TestRevisionIdentity(t *testing.T) {
+	inOps := func(sa *corev1.ServiceAccount) *corev1.ServiceAccount { sa.Namespace = "ops"; return sa }
+	core := fake.NewClientset(inOps(serviceAccount("new-account", "Widget.e.io")), inOps(serviceAccount("old-account", "Widget.e.io")),
+		inOps(serviceAccount("elsewhere", "Gadget.e.io")))
+	f := newFakeClusterWith(t, kube.Clients{Core: core.CoreV1()})
+	m, ctx := newTestManager(t, f, Options{})
+	k := loadWidget(t)
+	k.Spec.ServiceAccountName = "new-account"
+	if err := m.Start(k); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	kc := m.kinds[widgetGVK.GroupKind()]
+	m.mu.Unlock()
+	withAccount := func(sa string) *catalog.Kind {
+		old := loadWidget(t)
+		old.Spec.ServiceAccountName = sa
+		return old
+	}
+	for _, tc := range []struct {
+		account, wantUser, wantErr string
+	}{
+		{account: "new-account", wantUser: kc.reconciler.Client.Identity()},
+		{account: "old-account", wantUser: "system:serviceaccount:ops:old-account"},
+		{account: "elsewhere", wantErr: "Widget.e.io"},
+	} {
+		t.Run(tc.account, func(t *testing.T) {
+			r, err := kc.newReconciler(ctx, withAccount(tc.account))
+			if tc.wantErr != "" {
+				var ae *AgreementError
+				if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want an AgreementError naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Client.Identity(); got != tc.wantUser {
+				t.Errorf("revision of account %s runs as %q, want %q", tc.account, got, tc.wantUser)
+			}
+			if tc.account == "new-account" && r.Client != kc.reconciler.Client {
+				t.Error("the folder's own account got a client of its own")
 			}
 		})
 	}

@@ -467,3 +467,47 @@ func seriesCount(t *testing.T, g prometheus.Gatherer, metric string) int {
 	}
 	return 0
 }
+
+// rolloutSource is a Source whose kinds roll out in steps.
+type rolloutSource struct {
+	fakeSource
+	rollouts map[schema.GroupKind][5]any // step, steps, phase, from, to
+}
+
+func (r rolloutSource) Rollout(gk schema.GroupKind) (step, steps int, phase string, from, to int64, ok bool) {
+	v, ok := r.rollouts[gk]
+	if !ok {
+		return 0, 0, "", 0, 0, false
+	}
+	return v[0].(int), v[1].(int), v[2].(string), v[3].(int64), v[4].(int64), true
+}
+
+// TestRolloutMetrics: a staged kind's rollout is one step gauge and one
+// info series; a kind that rolls out all at once, or a source that cannot
+// say, has none.
+func TestRolloutMetrics(t *testing.T) {
+	names := []string{"operator_rollout_step", "operator_rollout_info"}
+	appservice := schema.GroupKind{Group: "app.example.com", Kind: "AppService"}
+	src := fakeSource{memcached: stats(func(*reconcile.Stats) {}), appservice: stats(func(*reconcile.Stats) {})}
+	for _, tc := range []struct {
+		name string
+		src  Source
+		want string
+	}{
+		{name: "no rollout reader", src: src},
+		{name: "one kind halted at step 2", src: rolloutSource{fakeSource: src, rollouts: map[schema.GroupKind][5]any{memcached: {2, 4, "Halted", int64(4), int64(5)}}}, want: `
+# HELP operator_rollout_info 1 for each staged kind's rollout: its phase (Progressing, Paused, Halted, Complete) and the revisions it goes from and to.
+# TYPE operator_rollout_info gauge
+operator_rollout_info{from="4",kind="Memcached.cache.example.com",phase="Halted",to="5"} 1
+# HELP operator_rollout_step The step in progress of each staged kind's rollout, from 1 (kind.yaml rollout: steps), beside the number of steps.
+# TYPE operator_rollout_step gauge
+operator_rollout_step{kind="Memcached.cache.example.com",steps="4"} 2
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := testutil.GatherAndCompare(newRegistry(tc.src), strings.NewReader(tc.want), names...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

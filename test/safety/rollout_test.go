@@ -378,6 +378,15 @@ spec:
 	if out := cli("status"); !strings.Contains(out, "Complete") {
 		t.Errorf("operator rollout status after the undo does not say Complete:\n%s", out)
 	}
+	// kubectl waits for it as docs/rollout.md says.
+	undone, err := state(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := env.Kubectl(t.Context(), "wait", "-n", "default", "controllerrevision/"+undone.To.Record,
+		`--for=jsonpath={.metadata.labels.operator\.tmplop\.io/rollout-phase}=Complete`, "--timeout=20s"); err != nil {
+		t.Errorf("kubectl wait for the rollout: %v\n%s", err, out)
+	}
 
 	// Revision 4, held at its first step, SIGKILLed, restarted: the same
 	// rollout goes on, and every object is on revision 2 or 4 throughout.
@@ -400,6 +409,15 @@ spec:
 	}
 	op = run()
 	time.Sleep(4 * time.Second)
+	if vs, err := look(t.Context()); err != nil {
+		t.Fatal(err)
+	} else {
+		for name, v := range vs {
+			if v.revision != 2 && v.revision != 4 {
+				t.Errorf("after a SIGKILL and a restart %s is on revision %d, want 2 or 4", name, v.revision)
+			}
+		}
+	}
 	if st, err := state(t.Context()); err != nil || st.Seq != r4.Seq || st.Step != 0 {
 		t.Fatalf("after a restart the rollout is %+v (%v), want rollout %d still at step 1", st, err, r4.Seq)
 	}
