@@ -63,7 +63,7 @@ func Applied(data []byte) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("decode applied object: got a Status")
 	}
 	if b := h.Metadata.ManagedFields.b; b != nil {
-		if cut, ok := withoutValue(data, b, `"managedFields"`); ok {
+		if cut, _, _, ok := withoutValue(data, b, `"managedFields"`); ok {
 			data = cut
 		}
 	}

@@ -27,8 +27,8 @@ type headMeta struct {
 	UID               types.UID               `json:"uid"`
 	ResourceVersion   string                  `json:"resourceVersion"`
 	Generation        int64                   `json:"generation"`
-	Labels            map[string]string       `json:"labels"`
-	Annotations       map[string]string       `json:"annotations"`
+	Labels            span                    `json:"labels"`
+	Annotations       span                    `json:"annotations"`
 	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 	Finalizers        []string                `json:"finalizers"`
 	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
@@ -62,25 +62,58 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		return st, nil
 	}
 	var raw []byte
+	cutFrom, cutTo := len(data), len(data)
 	if h.Metadata.ManagedFields.b == nil {
 		raw = bytes.Clone(data)
 	} else {
 		var ok bool
-		if raw, ok = withoutValue(data, h.Metadata.ManagedFields.b, `"managedFields"`); !ok {
+		if raw, cutFrom, cutTo, ok = withoutValue(data, h.Metadata.ManagedFields.b, `"managedFields"`); !ok {
 			// Not where a compact encoding puts it: take the long way.
 			return reencoded(data)
 		}
 	}
 	m := h.Metadata
-	return &Object{
+	o := &Object{
 		TypeMeta: metav1.TypeMeta{APIVersion: h.APIVersion, Kind: h.Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			Generation: m.Generation, Labels: m.Labels, Annotations: m.Annotations,
+			Generation: m.Generation,
 			OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp,
 		},
 		raw: raw,
-	}, nil
+	}
+	var ok1, ok2 bool
+	o.labels, ok1 = m.Labels.in(data, cutFrom, cutTo)
+	o.annotations, ok2 = m.Annotations.in(data, cutFrom, cutTo)
+	if !ok1 || !ok2 {
+		return reencoded(data)
+	}
+	return o, nil
+}
+
+// in is where s's value is in raw, the copy of data less [cutFrom,
+// cutTo): zero when s is absent or null; ok false when s is not a slice
+// of data outside the cut.
+func (s span) in(data []byte, cutFrom, cutTo int) (r ref, ok bool) {
+	if len(s.b) == 0 || string(s.b) == "null" {
+		return ref{}, true
+	}
+	if cap(s.b) > cap(data) {
+		return ref{}, false
+	}
+	start := cap(data) - cap(s.b)
+	end := start + len(s.b)
+	if end > len(data) || &data[start] != &s.b[0] {
+		return ref{}, false
+	}
+	switch {
+	case end <= cutFrom:
+	case start >= cutTo:
+		start -= cutTo - cutFrom
+	default:
+		return ref{}, false
+	}
+	return ref{off: int32(start), n: int32(len(s.b))}, true
 }
 
 // reencoded is decodeObject through unstructured maps.
@@ -96,25 +129,25 @@ func reencoded(data []byte) (*Object, error) {
 // value is the slice value of data, and without the comma that separated
 // it from its neighbour. ok is false when value is not a slice of data or
 // is not preceded by key, in which case the caller must not trust it.
-func withoutValue(data, value []byte, key string) (out []byte, ok bool) {
+func withoutValue(data, value []byte, key string) (out []byte, cutFrom, cutTo int, ok bool) {
 	if len(value) == 0 || cap(value) > cap(data) {
-		return nil, false
+		return nil, 0, 0, false
 	}
 	start := cap(data) - cap(value)
 	end := start + len(value)
 	if end > len(data) || &data[start] != &value[0] {
-		return nil, false
+		return nil, 0, 0, false
 	}
 	i := skipSpaceBack(data, start-1)
 	if i < 0 || data[i] != ':' {
-		return nil, false
+		return nil, 0, 0, false
 	}
 	i = skipSpaceBack(data, i-1)
 	keyStart := i - len(key) + 1
 	if keyStart < 0 || string(data[keyStart:i+1]) != key {
-		return nil, false
+		return nil, 0, 0, false
 	}
-	cutFrom, cutTo := keyStart, end
+	cutFrom, cutTo = keyStart, end
 	switch j := skipSpaceBack(data, keyStart-1); {
 	case j >= 0 && data[j] == ',':
 		cutFrom = j
@@ -125,14 +158,14 @@ func withoutValue(data, value []byte, key string) (out []byte, ok bool) {
 			cutTo = k + 1
 		case k < len(data) && data[k] == '}':
 		default:
-			return nil, false
+			return nil, 0, 0, false
 		}
 	default:
-		return nil, false
+		return nil, 0, 0, false
 	}
 	out = make([]byte, 0, len(data)-(cutTo-cutFrom))
 	out = append(out, data[:cutFrom]...)
-	return append(out, data[cutTo:]...), true
+	return append(out, data[cutTo:]...), cutFrom, cutTo, true
 }
 
 func skipSpaceBack(b []byte, i int) int {

@@ -64,8 +64,15 @@ func TestDecodeObject(t *testing.T) {
 				t.Fatalf("got %T, want *Object", got)
 			}
 			want := reference(t, data)
-			if !reflect.DeepEqual(o.TypeMeta, want.TypeMeta) || !reflect.DeepEqual(o.ObjectMeta, want.ObjectMeta) {
-				t.Errorf("metadata:\n got %+v %+v\nwant %+v %+v", o.TypeMeta, o.ObjectMeta, want.TypeMeta, want.ObjectMeta)
+			// Labels and annotations are read from the JSON (GetLabels,
+			// GetAnnotations), not kept as maps beside it.
+			gotMeta, wantMeta := o.ObjectMeta, want.ObjectMeta
+			gotMeta.Labels, gotMeta.Annotations = o.GetLabels(), o.GetAnnotations()
+			if !reflect.DeepEqual(o.TypeMeta, want.TypeMeta) || !reflect.DeepEqual(gotMeta, wantMeta) {
+				t.Errorf("metadata:\n got %+v %+v\nwant %+v %+v", o.TypeMeta, gotMeta, want.TypeMeta, wantMeta)
+			}
+			if o.ObjectMeta.Labels != nil || o.ObjectMeta.Annotations != nil {
+				t.Errorf("labels and annotations kept as maps beside the JSON: %v %v", o.ObjectMeta.Labels, o.ObjectMeta.Annotations)
 			}
 			gotU, err := o.Object()
 			if err != nil {
@@ -88,15 +95,15 @@ func TestDecodeObject(t *testing.T) {
 func TestWithoutValueDeclines(t *testing.T) {
 	data := []byte(`{"a":{"managedFields":[1]}}`)
 	other := []byte(`[1]`)
-	if _, ok := withoutValue(data, other, `"managedFields"`); ok {
+	if _, _, _, ok := withoutValue(data, other, `"managedFields"`); ok {
 		t.Error("accepted a value that is not a slice of data")
 	}
 	// The value's key is not the one asked for.
 	v := data[bytes.Index(data, []byte("[1]")):][:3]
-	if _, ok := withoutValue(data, v, `"otherFields"`); ok {
+	if _, _, _, ok := withoutValue(data, v, `"otherFields"`); ok {
 		t.Error("accepted a value under another key")
 	}
-	out, ok := withoutValue(data, v, `"managedFields"`)
+	out, _, _, ok := withoutValue(data, v, `"managedFields"`)
 	if !ok || string(out) != `{"a":{}}` {
 		t.Errorf("got %s, %v", out, ok)
 	}

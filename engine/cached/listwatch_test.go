@@ -67,7 +67,7 @@ func TestListWatchRequests(t *testing.T) {
 			}
 		case watch.Bookmark:
 			o := ev.Object.(*Object)
-			if o.Annotations["k8s.io/initial-events-end"] != "true" || o.ResourceVersion != "6" {
+			if o.GetAnnotations()["k8s.io/initial-events-end"] != "true" || o.ResourceVersion != "6" {
 				t.Errorf("bookmark: %+v", o)
 			}
 		case watch.Error:

@@ -21,6 +21,46 @@ type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	raw []byte // nil for a stub
+	// labels and annotations are where the object's labels and
+	// annotations are in raw, decoded at each GetLabels and
+	// GetAnnotations rather than kept as maps beside the JSON that holds
+	// them: the maps were 2 KB of every object of a kind with its two
+	// children (docs/performance.md). Zero: none; ObjectMeta's own maps
+	// are then the object's (a stub, an object made from its maps).
+	labels, annotations ref
+}
+
+// ref is a slice of an Object's raw JSON.
+type ref struct{ off, n int32 }
+
+// GetLabels implements metav1.Object: the labels decoded from the JSON,
+// a map of the caller's own.
+func (c *Object) GetLabels() map[string]string {
+	if m, ok := c.stringMap(c.labels); ok {
+		return m
+	}
+	return c.ObjectMeta.Labels
+}
+
+// GetAnnotations implements metav1.Object, as GetLabels.
+func (c *Object) GetAnnotations() map[string]string {
+	if m, ok := c.stringMap(c.annotations); ok {
+		return m
+	}
+	return c.ObjectMeta.Annotations
+}
+
+// stringMap decodes the JSON object at r; false when r is zero or does
+// not decode (then ObjectMeta's maps serve, empty for a decoded object).
+func (c *Object) stringMap(r ref) (map[string]string, bool) {
+	if r.n == 0 || c.raw == nil || int(r.off)+int(r.n) > len(c.raw) {
+		return nil, false
+	}
+	var m map[string]string
+	if err := json.Unmarshal(c.raw[r.off:r.off+r.n], &m); err != nil {
+		return nil, false
+	}
+	return m, true
 }
 
 // Stub is an Object of meta and no content, whose Object fails.
@@ -36,7 +76,7 @@ var _ runtime.Object = (*Object)(nil)
 // DeepCopyObject implements runtime.Object. The JSON is never modified, so
 // copies share it.
 func (c *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: c.TypeMeta, raw: c.raw}
+	out := &Object{TypeMeta: c.TypeMeta, raw: c.raw, labels: c.labels, annotations: c.annotations}
 	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }

@@ -30,3 +30,31 @@ func TestStub(t *testing.T) {
 		t.Fatalf("a decoded object: %v, stub %v", err, err == nil && whole.(*Object).Stubbed())
 	}
 }
+
+// TestLabelsFromJSON: a decoded object's labels and annotations are read
+// from its JSON at each call, each a map of the caller's own; an object
+// without them has none; a stub's are its maps.
+func TestLabelsFromJSON(t *testing.T) {
+	o, err := Written([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"ns","labels":{"a":"1","b":"2"},"annotations":{"x":"y"},"managedFields":[{"manager":"m"}]},"data":{"k":"v"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := o.GetLabels()
+	if len(l) != 2 || l["a"] != "1" || o.GetAnnotations()["x"] != "y" {
+		t.Fatalf("labels %v annotations %v", l, o.GetAnnotations())
+	}
+	l["a"] = "changed"
+	if o.GetLabels()["a"] != "1" {
+		t.Error("a change of the returned map changed the cached object")
+	}
+	if cp := o.DeepCopyObject().(*Object); cp.GetLabels()["b"] != "2" || cp.GetAnnotations()["x"] != "y" {
+		t.Errorf("a copy lost its labels: %v %v", cp.GetLabels(), cp.GetAnnotations())
+	}
+	bare, err := Written([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","labels":null}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.GetLabels() != nil || bare.GetAnnotations() != nil {
+		t.Errorf("no labels: got %v %v", bare.GetLabels(), bare.GetAnnotations())
+	}
+}

@@ -183,7 +183,7 @@ func (s *staged) requeueMoved(old, st *rollout.State) {
 		if !ok {
 			continue
 		}
-		pos := rollout.Position(co.Namespace, co.Name, s.spec.Canaries(co.Labels))
+		pos := rollout.Position(co.Namespace, co.Name, s.spec.Canaries(co.GetLabels()))
 		if old != nil && old.Revision(pos) == st.Revision(pos) {
 			continue
 		}
@@ -354,7 +354,7 @@ func (s *staged) objects(ctx context.Context) ([]rollout.Object, error) {
 	for _, co := range objs {
 		p := co.Progress()
 		out = append(out, rollout.Object{
-			Namespace: co.Namespace, Name: co.Name, Labels: co.Labels, Generation: co.Generation,
+			Namespace: co.Namespace, Name: co.Name, Labels: co.GetLabels(), Generation: co.Generation,
 			ObservedGeneration: p.ObservedGeneration, ObservedRevision: p.ObservedRevision,
 			Ready: p.Ready, Stalled: p.Stalled, Message: p.Message, Deleting: co.DeletionTimestamp != nil,
 		})
