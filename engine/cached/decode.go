@@ -77,7 +77,7 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		TypeMeta: metav1.TypeMeta{APIVersion: h.APIVersion, Kind: h.Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			Generation: m.Generation,
+			Generation:      m.Generation,
 			OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers, DeletionTimestamp: m.DeletionTimestamp,
 		},
 		raw: raw,
