@@ -218,9 +218,15 @@ func runController(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("controller: %w", err)
 		}
 	}
+	// The informers stop with the run: Shutdown waits for them, so the
+	// context is canceled first.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
 	go apps.RunWithContext(ctx)
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), apps.HasSynced, deployments.HasSynced, services.HasSynced) {
 		return fmt.Errorf("controller: caches did not sync: %w", ctx.Err())
 	}
