@@ -132,9 +132,11 @@ func markdown(rep *report, k benchKind, others ...*report) []byte {
 	w("- **The operator**: `operator %s`, its defaults otherwise.\n", rep.Settings.OperatorArgs)
 	if rep.Settings.Controller {
 		w("- **The hand-written controller** (`bench controller`, a child process, with `-controller`): the controller one would write for ")
-		w("the BenchApp alone, in the shape of client-go's sample-controller. Informers on the BenchApps (dynamic) and on the Deployments ")
-		w("and Services it labelled (typed, with a server-side label selector), a rate-limited work queue fed by their events, %d workers, ", rep.Settings.LimitWorkers)
-		w("listers to decide. It writes what the limit writes, with the same code, and skips a child whose hash annotation is already ")
+		w("the BenchApp alone, as an expert writes one in the shape of client-go's sample-controller. Informers on the BenchApps (dynamic, ")
+		w("cached as a small struct of the fields it reads) and on the Deployments and Services it labelled (typed, one shared factory, ")
+		w("read as protobuf, with a server-side label selector, managedFields dropped), no resync, a typed rate-limited work queue fed ")
+		w("by their events, %d workers, listers to decide, the operator's client settings (no client-side rate limit, no compression), ", rep.Settings.LimitWorkers)
+		w("the Go runtime's defaults. It writes what the limit writes, with the same code, and skips a child whose hash annotation is already ")
 		w("the desired one and a status of the current generation. It remembers its own writes until its informers show them, as the ")
 		w("ReplicaSet controller's expectations do. Its runs are cold only, each after the operator run of the same number, on a fresh plane.\n")
 	}
