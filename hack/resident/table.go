@@ -152,6 +152,16 @@ func (im *image) sectionAt(a uint64) *section {
 	return nil
 }
 
+// shorten cuts a row's name (a generic instantiation's can be pages long)
+// to keep the table readable.
+func shorten(name string) string {
+	const width = 72
+	if len(name) <= width {
+		return name
+	}
+	return name[:width-3] + "..."
+}
+
 func mib(b uint64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<20)) }
 
 func (t *table) write(w io.Writer, top int, argv []string) {
@@ -178,7 +188,7 @@ func (t *table) write(w io.Writer, top int, argv []string) {
 	}
 	var shown map[string]uint64 = map[string]uint64{}
 	for _, r := range t.rows[:n] {
-		fmt.Fprintf(tw, "%s\t", r.name)
+		fmt.Fprintf(tw, "%s\t", shorten(r.name))
 		for _, c := range classes {
 			fmt.Fprintf(tw, "%s\t", mib(r.bytes[c]))
 			shown[c] += r.bytes[c]
