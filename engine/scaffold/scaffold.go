@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"text/template"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -60,8 +61,12 @@ var files embed.FS
 var folderFiles = []string{catalog.KindFile, "_helpers.tpl", "deployment.yaml", "status.yaml"}
 
 // The scaffold's own templates use [[ ]], so that the {{ }} of the kind
-// folder's templates are plain text to them.
-var tmpl = template.Must(template.New("scaffold").Delims("[[", "]]").Option("missingkey=error").ParseFS(files, "files/*.tmpl"))
+// folder's templates are plain text to them. Parsed when `create` first
+// needs them, not at init: every other command (run above all) would
+// otherwise hold them (65 KB of heap, GODEBUG=inittrace=1).
+var tmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("scaffold").Delims("[[", "]]").Option("missingkey=error").ParseFS(files, "files/*.tmpl"))
+})
 
 var (
 	versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
@@ -195,7 +200,7 @@ func generate(folder, dir string, files layout.Files) (*catalog.Kind, *apiextens
 
 func execute(name string, d data) ([]byte, error) {
 	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, name+".tmpl", d); err != nil {
+	if err := tmpl().ExecuteTemplate(&b, name+".tmpl", d); err != nil {
 		return nil, fmt.Errorf("scaffold: %s: %w", name, err)
 	}
 	return b.Bytes(), nil
