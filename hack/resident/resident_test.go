@@ -26,6 +26,7 @@ func TestSymbolPackage(t *testing.T) {
 		"type:[]github.com/spf13/cobra.Command":                                     "github.com/spf13/cobra",
 		"type:[4]net/netip.Addr":                                                    "net/netip",
 		"type:struct { a int }":                                                     "(types)",
+		"type:go.shape.struct { a/b.C }":                                            "(types)",
 		"type:int":                                                                  "runtime",
 		"type:.eq.k8s.io/api/core/v1.Container":                                     "k8s.io/api/core/v1",
 		"vendor/golang.org/x/net/http2/hpack.(*Decoder).Write":                      "vendor/golang.org/x/net/http2/hpack",

@@ -346,7 +346,7 @@ func typePackage(t string) string {
 			}
 			t = t[end+1:]
 		default:
-			if t == "" || strings.HasPrefix(t, "struct") || strings.HasPrefix(t, "func(") || strings.HasPrefix(t, "interface") || strings.HasPrefix(t, "noalg.") || strings.HasPrefix(t, "groupReference") {
+			if t == "" || strings.HasPrefix(t, "struct") || strings.HasPrefix(t, "func(") || strings.HasPrefix(t, "interface") || strings.HasPrefix(t, "noalg.") || strings.HasPrefix(t, "go.shape.") || strings.HasPrefix(t, "groupReference") {
 				return "(types)"
 			}
 			if indexTop(t, '.') < 0 {
