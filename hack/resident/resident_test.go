@@ -122,7 +122,7 @@ func TestRunSleeper(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "sleeper")
 	build := exec.Command("go", "build", "-o", bin, src)
-	build.Env = append(os.Environ(), "GOFLAGS=", "GO111MODULE=off")
+	build.Env = append(os.Environ(), "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
