@@ -13,7 +13,7 @@ all: build
 
 ## build: the operator binary, bin/operator
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/operator ./cmd/operator
+	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/operator ./cmd/operator
 
 ## image: the operator's image without a container engine (docs/image.md): a
 ## static bin/operator-linux-$(GOARCH) on an empty base, written as
@@ -61,7 +61,7 @@ cluster-down:
 ## (testdata/fuzz/<Target>/), as every go test does; exploring new inputs is
 ## make fuzz's job, not the gate's (docs/testing.md).
 test: cluster-bin vet
-	@test -z "$$(gofmt -l cmd engine test hack/bench hack/floor)" || { echo "gofmt needed:"; gofmt -l cmd engine test hack/bench hack/floor; exit 1; }
+	@test -z "$$(gofmt -l cmd engine test hack/bench hack/floor hack/resident)" || { echo "gofmt needed:"; gofmt -l cmd engine test hack/bench hack/floor hack/resident; exit 1; }
 	env -u KUBECONFIG $(GO) test -race -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/sharding$$')
 	@# Alone: three operators and their plane on 2 cores, whose Lease
 	@# renewals must not wait behind another package's control plane.
