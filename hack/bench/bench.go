@@ -15,12 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 	"github.com/tmplop/operator/test/cluster"
 	"github.com/tmplop/operator/test/harness"
 )
 
 type benchFlags struct {
-	kind    benchKind
+	kind    benchapp.Kind
 	ns      []int
 	runs    int
 	rest    time.Duration
@@ -39,6 +40,9 @@ type benchFlags struct {
 	// conversion is -conversion: the conversion webhook's mode alone
 	// (conversion.go).
 	conversion bool
+	// clients are the clients' binaries by name (limit, controller),
+	// built once per run by runBench; not a flag.
+	clients map[string]string
 }
 
 // bench is one N's run: its control plane, its clients and where it keeps
@@ -67,14 +71,14 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's last cold run (cold start and rest) to this file, suffixed with N")
 	fs.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile of the operator's last cold run, as it exits after the rest, to this file, suffixed with N")
 	fs.IntVar(&f.shards, "shards", 0, "also run the operator as this many replicas, the shards of one ring (run --sharding), cold only, after each operator run on a fresh control plane, and write <report>-sharded.{md,json} (0: not; at least 2)")
-	fs.BoolVar(&f.controller, "controller", false, "also run a hand-written controller for the BenchApp (`bench controller`: informers, a work queue, listers; the limit's writes), cold only, after each operator run on a fresh control plane")
+	fs.BoolVar(&f.controller, "controller", false, "also run a hand-written controller for the BenchApp (cmd/controller, built by the bench: informers, a work queue, listers; the limit's writes), cold only, after each operator run on a fresh control plane")
 	fs.BoolVar(&f.conversion, "conversion", false, "measure the CRD conversion webhook instead: per N a LIST of N objects at the version the API server converts, through the operator's webhook and through conversion None (interleaved, -runs each), the render of the conversions in-process and the operator's peak RSS; writes benchmarks-conversion.{md,json}")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	var err error
-	if f.kind, err = kindNamed(*kind); err != nil {
+	if f.kind, err = benchapp.KindNamed(*kind); err != nil {
 		return f, err
 	}
 	for s := range strings.SplitSeq(*ns, ",") {
@@ -116,11 +120,18 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	fmt.Fprintf(log, "bench: files (kubeconfigs, operator output) in %s\n", work)
+	names := []string{"limit"}
+	if f.controller {
+		names = append(names, "controller")
+	}
+	if f.clients, err = buildClients(ctx, filepath.Join(work, "bin"), names...); err != nil {
+		return err
+	}
 	rep := &report{
 		Date: time.Now().UTC().Format(time.RFC3339),
-		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.name, Runs: f.runs,
+		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.Name, Runs: f.runs,
 			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
-			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.templates, "<service account kubeconfig>"), " "),
+			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.Templates, "<service account kubeconfig>"), " "),
 			Shards: f.shards, Controller: f.controller},
 	}
 	for _, n := range f.ns {
@@ -141,9 +152,9 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	if err := writeReport(f.out, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.files+".{md,json,png}"))
+	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.Files+".{md,json,png}"))
 	if hasSharded(rep) {
-		fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.shardedFiles()+".{md,json}"))
+		fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.ShardedFiles()+".{md,json}"))
 	}
 	for _, r := range rep.Runs {
 		if r.Error != "" {
@@ -262,6 +273,12 @@ func onPlane(ctx context.Context, f benchFlags, dir string, log io.Writer, measu
 	if fi, err := os.Stat(bin); err == nil {
 		m.OperatorBinaryBytes = fi.Size()
 	}
+	if fi, err := os.Stat(f.clients["limit"]); err == nil {
+		m.LimitBinaryBytes = fi.Size()
+	}
+	if fi, err := os.Stat(f.clients["controller"]); err == nil {
+		m.ControllerBinaryBytes = fi.Size()
+	}
 	if m.OperatorVersionRSSBytes, err = peakRSSAtExit(bin, "version"); err != nil {
 		b.logf("%v", err) // the report goes without it
 	}
@@ -289,13 +306,13 @@ func rerender(path, out string) error {
 	if err != nil {
 		return fmt.Errorf("render: decode %s: %w", path, err)
 	}
-	k, err := kindNamed(rep.Settings.Kind)
+	k, err := benchapp.KindNamed(rep.Settings.Kind)
 	if err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	// The sharded report's JSON is the whole run's: rendered, it writes
 	// the sharded report alone, not over the main one.
-	if filepath.Base(path) == k.shardedFiles()+".json" {
+	if filepath.Base(path) == k.ShardedFiles()+".json" {
 		return writeShardedReport(out, rep)
 	}
 	return writeReport(out, rep)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // editTimeout bounds the wait for one edit to converge.
@@ -25,7 +27,7 @@ func (b *bench) measureEdits(ctx context.Context, tr *tracker, ns string, n int)
 		if count <= n {
 			idx = i * n / count // spread over all objects
 		}
-		name := appName(idx)
+		name := benchapp.Name(idx)
 		size := tr.state(name).size + 1
 		start := time.Now()
 		if _, err := patchSize(ctx, b.dyn, ns, name, size); err != nil {
@@ -59,8 +61,8 @@ func (b *bench) measureBurst(ctx context.Context, tr *tracker, ns string, n int)
 		return nil, err
 	}
 	start := time.Now()
-	err = forEach(ctx, n, createConcurrency, func(ctx context.Context, i int) error {
-		_, err := patchSize(ctx, b.dyn, ns, appName(i), size)
+	err = benchapp.ForEach(ctx, n, createConcurrency, func(ctx context.Context, i int) error {
+		_, err := patchSize(ctx, b.dyn, ns, benchapp.Name(i), size)
 		return err
 	})
 	if err != nil {

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tmplop/operator/engine/catalog"
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
+	"github.com/tmplop/operator/hack/bench/internal/procfs"
 )
 
 // The -conversion mode: the cost of the operator's CRD conversion webhook
@@ -276,7 +278,7 @@ func (b *bench) measureConversion(ctx context.Context, n, runs int, res *convers
 	if res.PeakRSSBytes, err = op.PeakRSS(); err != nil {
 		return err
 	}
-	if res.RSSAnonBytes, _, err = rssSplit(op.PID()); err != nil {
+	if res.RSSAnonBytes, _, err = procfs.RSSSplit(op.PID()); err != nil {
 		return err
 	}
 	if err := op.Signal(syscall.SIGTERM); err != nil {
@@ -365,7 +367,7 @@ func (b *bench) installBaseline(ctx context.Context, crd *unstructured.Unstructu
 // createMemcacheds creates n Memcacheds of group at v1 in convNamespace.
 func createMemcacheds(ctx context.Context, b *bench, group string, n int) error {
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "memcacheds"}
-	return forEach(ctx, n, createConcurrency, func(ctx context.Context, i int) error {
+	return benchapp.ForEach(ctx, n, createConcurrency, func(ctx context.Context, i int) error {
 		o := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/v1", "kind": "Memcached",
 			"metadata": map[string]any{"name": fmt.Sprintf("cache-%05d", i), "namespace": convNamespace,
@@ -467,7 +469,7 @@ func (b *bench) renderList(ctx context.Context, folder string, runs int) (list, 
 func touchMemcacheds(ctx context.Context, b *bench, group string, n, run int) error {
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "memcacheds"}
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"bench.tmplop.io/run":"%d"}}}`, run)
-	return forEach(ctx, n, createConcurrency, func(ctx context.Context, i int) error {
+	return benchapp.ForEach(ctx, n, createConcurrency, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("cache-%05d", i)
 		if _, err := b.dyn.Resource(gvr).Namespace(convNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("write Memcached %s %s: %w", group, name, err)

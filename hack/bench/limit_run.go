@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // limitWorkers is how many objects the limit serves at once.
@@ -24,7 +27,8 @@ const (
 )
 
 // limitProc is the limit, or the hand-written controller, running as a
-// child process.
+// child process: a binary of its own (cmd/limit, cmd/controller), so that
+// its peak RSS holds its own code's file pages, not the bench's.
 type limitProc struct {
 	name  string // limit or controller
 	cmd   *exec.Cmd
@@ -32,16 +36,16 @@ type limitProc struct {
 	out   *bufio.Reader
 }
 
-// startClient re-executes this binary as `bench <sub>` (limit or
-// controller) on the limit's namespace, with extra flags.
+// startClient starts the client sub (limit or controller), built by
+// buildClients, on the limit's namespace, with extra flags.
 func (b *bench) startClient(sub string, extra ...string) (*limitProc, time.Time, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("start %s: %w", sub, err)
+	bin := b.flags.clients[sub]
+	if bin == "" {
+		return nil, time.Time{}, fmt.Errorf("start %s: not built", sub)
 	}
-	args := append([]string{sub, "-kubeconfig", b.kubeconfig, "-namespace", limitNamespace,
-		"-workers", strconv.Itoa(limitWorkers), "-kind", b.flags.kind.name}, extra...)
-	cmd := exec.Command(self, args...)
+	args := append([]string{"-kubeconfig", b.kubeconfig, "-namespace", limitNamespace,
+		"-workers", strconv.Itoa(limitWorkers), "-kind", b.flags.kind.Name}, extra...)
+	cmd := exec.Command(bin, args...)
 	// Killed with the bench; its errors go to a file beside the operator's output.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := os.Create(filepath.Join(b.dir, sub+".log"))
@@ -66,8 +70,8 @@ func (b *bench) startClient(sub string, extra ...string) (*limitProc, time.Time,
 }
 
 // report reads the client's report of its cold pass.
-func (p *limitProc) report() (limitReport, error) {
-	var rep limitReport
+func (p *limitProc) report() (benchapp.Report, error) {
+	var rep benchapp.Report
 	line, err := p.out.ReadBytes('\n')
 	if err != nil {
 		return rep, fmt.Errorf("read the %s's report (see %s.log): %w", p.name, p.name, err)
@@ -140,8 +144,8 @@ func (b *bench) measureController(ctx context.Context, n int) (*subject, error) 
 	return s, err
 }
 
-// measureCold creates N BenchApps in the limit's namespace, starts `bench
-// sub` (the limit or the controller) on them and measures its cold pass.
+// measureCold creates N BenchApps in the limit's namespace, starts sub
+// (the limit or the controller) on them and measures its cold pass.
 // The caller stops the client and the tracker (each nil if it did not
 // start), which go on for the later phases.
 func (b *bench) measureCold(ctx context.Context, n int, sub string, extra ...string) (*subject, *limitProc, *tracker, error) {
@@ -187,4 +191,57 @@ const followSettle = 2 * time.Second
 // convergeTimeout bounds a wait for N objects to converge.
 func convergeTimeout(n int) time.Duration {
 	return 5*time.Minute + time.Duration(n)*100*time.Millisecond
+}
+
+// clientPackages are the clients' main packages in the bench's module.
+var clientPackages = map[string]string{"limit": "./cmd/limit", "controller": "./cmd/controller"}
+
+// buildClients builds the clients named into dir and returns their paths
+// by name. They are built as harness.BuildOperator builds the operator
+// binary (go build, no -race, -trimpath or -ldflags; GOFLAGS from the
+// environment as for it), so that the binaries compare like for like: a
+// client's resident file pages are its own code's, as the operator's are.
+func buildClients(ctx context.Context, dir string, names ...string) (map[string]string, error) {
+	module, err := benchModule()
+	if err != nil {
+		return nil, fmt.Errorf("build clients: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("build clients: %w", err)
+	}
+	bins := map[string]string{}
+	for _, name := range names {
+		pkg, ok := clientPackages[name]
+		if !ok {
+			return nil, fmt.Errorf("build clients: no client %q", name)
+		}
+		path := filepath.Join(dir, name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", path, pkg)
+		cmd.Dir = module
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: go build %s in %s: %w\n%s", name, pkg, module, err, out)
+		}
+		bins[name] = path
+	}
+	return bins, nil
+}
+
+// benchModule is the bench's module folder, hack/bench of the repository
+// above the working directory (as test/cluster finds the repository).
+func benchModule() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		mod := filepath.Join(dir, "hack", "bench")
+		if _, err := os.Stat(filepath.Join(mod, "go.mod")); err == nil {
+			return mod, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("hack/bench/go.mod not found above the working directory")
+		}
+		dir = parent
+	}
 }

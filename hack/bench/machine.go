@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/tmplop/operator/hack/bench/internal/procfs"
 )
 
 // machine describes where the numbers were measured.
@@ -23,6 +25,11 @@ type machine struct {
 	// start, before any work). OperatorBinaryBytes is the binary's size.
 	OperatorVersionRSSBytes int64 `json:"operatorVersionRSSBytes,omitempty"`
 	OperatorBinaryBytes     int64 `json:"operatorBinaryBytes,omitempty"`
+	// LimitBinaryBytes and ControllerBinaryBytes are the sizes of the
+	// clients' binaries (cmd/limit, cmd/controller), built as the
+	// operator's.
+	LimitBinaryBytes      int64 `json:"limitBinaryBytes,omitempty"`
+	ControllerBinaryBytes int64 `json:"controllerBinaryBytes,omitempty"`
 }
 
 func describeMachine(kubernetes string) machine {
@@ -32,7 +39,7 @@ func describeMachine(kubernetes string) machine {
 		Go:         runtime.Version(),
 		Plane:      "etcd + kube-apiserver only (no controller-manager, scheduler or node), API Priority and Fairness on",
 	}
-	if kb, err := procField("/proc/meminfo", "MemTotal:"); err == nil {
+	if kb, err := procfs.Field("/proc/meminfo", "MemTotal:"); err == nil {
 		m.MemoryBytes = kb * 1024
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
@@ -44,30 +51,6 @@ func describeMachine(kubernetes string) machine {
 		}
 	}
 	return m
-}
-
-// vmHWM is the peak resident memory of process pid in bytes. The kernel
-// forgets it at exit: read it while the process runs.
-func vmHWM(pid int) (int64, error) {
-	kb, err := procField(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:")
-	if err != nil {
-		return 0, fmt.Errorf("peak RSS of pid %d: %w", pid, err)
-	}
-	return kb * 1024, nil
-}
-
-// rssSplit is what of process pid is resident now: anonymous memory (the
-// heap, stacks, the runtime's) and file pages (the binary's text and data,
-// shared and reclaimable, the same for one object as for 10,000).
-func rssSplit(pid int) (anon, file int64, err error) {
-	path := fmt.Sprintf("/proc/%d/status", pid)
-	if anon, err = procField(path, "RssAnon:"); err != nil {
-		return 0, 0, fmt.Errorf("resident memory of pid %d: %w", pid, err)
-	}
-	if file, err = procField(path, "RssFile:"); err != nil {
-		return 0, 0, fmt.Errorf("resident memory of pid %d: %w", pid, err)
-	}
-	return anon * 1024, file * 1024, nil
 }
 
 // peakRSSAtExit runs bin with args to its end and returns its VmHWM as it
@@ -112,7 +95,7 @@ func peakRSSAtExit(bin string, args ...string) (int64, error) {
 		sig = 0
 		switch {
 		case ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
-			peak, peakErr = vmHWM(pid)
+			peak, peakErr = procfs.VmHWM(pid)
 		case ws.StopSignal() != syscall.SIGTRAP:
 			sig = int(ws.StopSignal()) // its own signals, passed on
 		}
@@ -124,47 +107,6 @@ func peakRSSAtExit(bin string, args ...string) (int64, error) {
 		return 0, fmt.Errorf("peak RSS of %s %s: exit status %d", bin, strings.Join(args, " "), ws.ExitStatus())
 	}
 	return peak, peakErr
-}
-
-// cpuSeconds is the user and system CPU time process pid has used, from
-// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("CPU time of pid %d: %w", pid, err)
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("CPU time of pid %d: short stat %q", pid, s)
-	}
-	utime, err1 := strconv.ParseFloat(fields[11], 64)
-	stime, err2 := strconv.ParseFloat(fields[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("CPU time of pid %d: stat %q", pid, s)
-	}
-	return (utime + stime) / 100, nil
-}
-
-// procField reads a "Name:   123 kB" line of a /proc file, in kB.
-func procField(path, name string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(b)) {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse %s line %q: %w", path, strings.TrimSpace(line), err)
-		}
-		return v, nil
-	}
-	return 0, fmt.Errorf("no %s line in %s", name, path)
 }
 
 // loadAverage is the 1-minute load average: other work on the machine

@@ -10,8 +10,8 @@
 // For each N it runs each client's cold start -runs times (default 3),
 // interleaved limit, operator, limit, ..., each on a fresh control plane of
 // only etcd and kube-apiserver (API Priority and Fairness on): the limit
-// (this binary re-executed as `bench limit`) on N BenchApps in namespace
-// limit, the operator binary with its default flags on N BenchApps in
+// (cmd/limit, a binary of its own that the bench builds) on N BenchApps in
+// namespace limit, the operator binary with its default flags on N BenchApps in
 // namespace op. It measures both from the outside: a watch for convergence,
 // kube-apiserver's /metrics for requests, /proc for memory. The report gives
 // the cold figures' medians with their least and greatest; the later phases
@@ -25,7 +25,7 @@
 //	go run . -n 10000 -runs 1 -shards 3 -out /tmp/bench-sharded
 //
 // With -controller each operator run is also followed by one of a
-// hand-written controller for the BenchApp (`bench controller`, in the
+// hand-written controller for the BenchApp (cmd/controller, in the
 // shape of client-go's sample-controller: informers, a work queue,
 // listers; the limit's writes), cold only, on a fresh plane; the report
 // sets it beside the operator and the limit:
@@ -45,7 +45,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,23 +52,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := runBench(ctx, os.Args[1:], os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-// run dispatches: `limit` is the limit client and `controller` the
-// hand-written controller (children of the bench), anything else the bench
-// itself.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "limit" {
-		return runLimit(ctx, args[1:], stdout)
-	}
-	if len(args) > 0 && args[0] == "controller" {
-		return runController(ctx, args[1:], stdout)
-	}
-	return runBench(ctx, args, stderr)
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tmplop/operator/hack/bench/internal/procfs"
 	"github.com/tmplop/operator/test/harness"
 )
 
@@ -87,7 +88,7 @@ func (b *bench) measureOperator(ctx context.Context, n int, later bool) (s *subj
 	defer tr.stop()
 	r := &runner{dir: b.dir}
 	defer r.close()
-	args := operatorArgs(filepath.Join(b.root, b.flags.kind.templates), b.kubeconfig)
+	args := operatorArgs(filepath.Join(b.root, b.flags.kind.Templates), b.kubeconfig)
 	fail := func(op *harness.Operator, err error) error {
 		return fmt.Errorf("%w; operator output, last lines:\n%s", err, lastLines(op.Output(), 15))
 	}
@@ -119,7 +120,7 @@ func (b *bench) measureOperator(ctx context.Context, n int, later bool) (s *subj
 		return nil, fail(op, fmt.Errorf("cold: %w", err))
 	}
 	s = &subject{ColdSeconds: last.Sub(started).Seconds(), FirstSeconds: first.Sub(started).Seconds()}
-	if s.ColdCPUSeconds, err = cpuSeconds(op.PID()); err != nil {
+	if s.ColdCPUSeconds, err = procfs.CPUSeconds(op.PID()); err != nil {
 		return s, fail(op, err)
 	}
 	if s.Cold, err = b.since(ctx, mk); err != nil {
@@ -131,7 +132,7 @@ func (b *bench) measureOperator(ctx context.Context, n int, later bool) (s *subj
 	if s.PeakRSSBytes, err = op.PeakRSS(); err != nil {
 		return s, fail(op, err)
 	}
-	if s.RSSAnonBytes, s.RSSFileBytes, err = rssSplit(op.PID()); err != nil {
+	if s.RSSAnonBytes, s.RSSFileBytes, err = procfs.RSSSplit(op.PID()); err != nil {
 		return s, fail(op, err)
 	}
 	b.logf("operator: cold %.2fs (caught up %.2fs), first %.3fs, %d requests (%d writes), CPU %.2fs, peak RSS %d MiB, heap in use %d MiB",

@@ -9,13 +9,15 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // writeReport writes the report of rep's kind into dir: benchmarks.md,
 // .json and .png for the folder, benchmarks-chart.* for the chart; and,
 // if it has sharded runs, the sharded report (benchmarks-sharded.*).
 func writeReport(dir string, rep *report) error {
-	k, err := kindNamed(rep.Settings.Kind)
+	k, err := benchapp.KindNamed(rep.Settings.Kind)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
@@ -30,7 +32,7 @@ func writeReport(dir string, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	base := filepath.Join(dir, k.files)
+	base := filepath.Join(dir, k.Files)
 	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
@@ -70,7 +72,7 @@ func goalRSS(n int) (int64, bool) {
 
 // markdown is rep's report; others are the other kinds' reports, shown
 // beside it in the summary table.
-func markdown(rep *report, k benchKind, others ...*report) []byte {
+func markdown(rep *report, k benchapp.Kind, others ...*report) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	date := rep.Date
@@ -78,29 +80,29 @@ func markdown(rep *report, k benchKind, others ...*report) []byte {
 		date = t.Format("2006-01-02 15:04 MST")
 	}
 	m := rep.Machine
-	if k.chart == nil {
+	if k.Chart == nil {
 		w("# Benchmarks\n\n")
 	} else {
 		w("# Benchmarks: a Helm chart served as a kind\n\n")
 	}
 	w("The operator against **the limit**, a minimal client that sends exactly the requests the work needs, ")
 	by := "hack/bench (`make bench`)"
-	if k.chart != nil {
+	if k.Chart != nil {
 		by = "hack/bench"
 	}
 	w("on the same control plane (the same binaries, a fresh instance for each) in the same run. Written by %s on %s; raw figures in ", by, date)
-	w("[%[1]s.json](%[1]s.json), convergence and memory against N in [%[1]s.png](%[1]s.png).\n\n", k.files)
-	if k.chart != nil {
-		w("The kind is **a Helm chart served as a kind** ([docs/helm.md](helm.md)): the BenchApp is served by the chart [%[1]s](../%[1]s) ", k.dir())
-		w("(%s %s; each BenchApp a release, its spec the values), which renders the same Deployment and Service as the folder of templates ", k.chart["name"], k.chart["version"])
+	w("[%[1]s.json](%[1]s.json), convergence and memory against N in [%[1]s.png](%[1]s.png).\n\n", k.Files)
+	if k.Chart != nil {
+		w("The kind is **a Helm chart served as a kind** ([docs/helm.md](helm.md)): the BenchApp is served by the chart [%[1]s](../%[1]s) ", k.Dir())
+		w("(%s %s; each BenchApp a release, its spec the values), which renders the same Deployment and Service as the folder of templates ", k.Chart["name"], k.Chart["version"])
 		w("that [benchmarks.md](benchmarks.md) measures; its status is the engine's conditions, observedGeneration and `status.chart`, ")
 		w("without status.yaml's fields. The limit writes the same.\n\n")
 	}
 	w("Run: `%s` in hack/bench.\n\n", rep.Settings.Command)
 	all := []*report{rep}
 	for _, o := range others {
-		// In the order of benchKinds, the folder first.
-		if o.Settings.Kind == "" || o.Settings.Kind == benchKinds[0].name {
+		// In the order of benchapp.Kinds, the folder first.
+		if o.Settings.Kind == "" || o.Settings.Kind == benchapp.Kinds[0].Name {
 			all = append([]*report{o}, all...)
 		} else {
 			all = append(all, o)
@@ -124,14 +126,14 @@ func markdown(rep *report, k benchKind, others ...*report) []byte {
 	w("- Both clients authenticate as the service account `%s/%s` (bound to cluster-admin) with a token from the ", systemNamespace, serviceAccount)
 	w("TokenRequest API, so APF puts them in priority level `%s`, as an operator in a cluster; the bench itself is an exempt admin.\n\n", priorityLevel)
 	w("## What is measured\n\n")
-	w("- **The limit** (`bench limit`, a child process): one LIST of the BenchApps, then, %d objects at a time, ", rep.Settings.LimitWorkers)
+	w("- **The limit** (hack/bench/cmd/limit, a child process: a binary of its own%s): one LIST of the BenchApps, then, %d objects at a time, ", binarySize(m.LimitBinaryBytes), rep.Settings.LimitWorkers)
 	w("a server-side apply of the Deployment and of the Service the operator would apply (same fields, labels, annotations ")
 	w("with the engine's hash, owner reference; field manager `limit`; a test compares them with `operator render`) and of the ")
 	w("same status through the status subresource: 3 requests per object and one. ")
 	w("No client-side rate limit. For the changes it watches the BenchApps and applies the Deployment and the status of each changed one.\n")
 	w("- **The operator**: `operator %s`, its defaults otherwise.\n", rep.Settings.OperatorArgs)
 	if rep.Settings.Controller {
-		w("- **The hand-written controller** (`bench controller`, a child process, with `-controller`): the controller one would write for ")
+		w("- **The hand-written controller** (hack/bench/cmd/controller, a child process: a binary of its own%s; with `-controller`): the controller one would write for ", binarySize(m.ControllerBinaryBytes))
 		w("the BenchApp alone, as an expert writes one in the shape of client-go's sample-controller. Informers on the BenchApps (dynamic, ")
 		w("cached as a small struct of the fields it reads) and on the Deployments and Services it labelled (typed, one shared factory, ")
 		w("read as protobuf, with a server-side label selector, managedFields dropped), no resync, a typed rate-limited work queue fed ")
@@ -479,6 +481,16 @@ func ratio(o, l float64) string {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// binarySize is ", of N MiB" for a client's binary of b bytes (the
+// clients link only what they use, so that their file pages in the peak
+// RSS are their own code's), "" if not measured.
+func binarySize(b int64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of %.1f MiB", mib(b))
+}
 
 func seconds(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
 

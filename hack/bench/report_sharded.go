@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // hasSharded reports whether any N of rep has a sharded run.
@@ -19,7 +21,7 @@ func hasSharded(rep *report) bool {
 // benchmarks-sharded.md and .json (benchmarks-chart-sharded.* for the
 // chart). Its JSON is the whole run's, the same as the main report's.
 func writeShardedReport(dir string, rep *report) error {
-	k, err := kindNamed(rep.Settings.Kind)
+	k, err := benchapp.KindNamed(rep.Settings.Kind)
 	if err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
@@ -30,7 +32,7 @@ func writeShardedReport(dir string, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
-	base := filepath.Join(dir, k.shardedFiles())
+	base := filepath.Join(dir, k.ShardedFiles())
 	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
@@ -59,7 +61,7 @@ func shardCount(rep *report) int {
 // shardedMarkdown is the sharded report: for each N, the shards' cold
 // figures beside one replica's and the limit's of the same run, then each
 // replica's.
-func shardedMarkdown(rep *report, k benchKind) []byte {
+func shardedMarkdown(rep *report, k benchapp.Kind) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	date := rep.Date
@@ -71,13 +73,13 @@ func shardedMarkdown(rep *report, k benchKind) []byte {
 	w("The operator run as **%d replicas, the shards of one ring** (`operator run --sharding`, [sharding.md](sharding.md)), ", shards)
 	w("beside **one replica** of it and **the limit**, a minimal client that sends exactly the requests the work needs: ")
 	w("each on a fresh control plane (the same binaries) in the same run. ")
-	if k.chart != nil {
-		w("The BenchApp is served by the chart %s, as in [%s.md](%s.md). ", k.dir(), k.files, k.files)
+	if k.Chart != nil {
+		w("The BenchApp is served by the chart %s, as in [%s.md](%s.md). ", k.Dir(), k.Files, k.Files)
 	}
-	w("Written by hack/bench on %s; raw figures of the whole run (one replica's later phases included) in [%[2]s.json](%[2]s.json).\n\n", date, k.shardedFiles())
-	w("Run: `%s` in hack/bench. It writes this report (%s.{md,json}) and the same run's report of one replica and the limit ", rep.Settings.Command, k.shardedFiles())
-	w("(%s.{md,json,png}, in the format of [%s.md](%s.md), whose figures are of another run) into -out; ", k.files, k.files, k.files)
-	w("`go run . -render %s.json -out DIR` writes this report alone again.\n\n", k.shardedFiles())
+	w("Written by hack/bench on %s; raw figures of the whole run (one replica's later phases included) in [%[2]s.json](%[2]s.json).\n\n", date, k.ShardedFiles())
+	w("Run: `%s` in hack/bench. It writes this report (%s.{md,json}) and the same run's report of one replica and the limit ", rep.Settings.Command, k.ShardedFiles())
+	w("(%s.{md,json,png}, in the format of [%s.md](%s.md), whose figures are of another run) into -out; ", k.Files, k.Files, k.Files)
+	w("`go run . -render %s.json -out DIR` writes this report alone again.\n\n", k.ShardedFiles())
 
 	m := rep.Machine
 	w("## Machine\n\n")
@@ -106,7 +108,7 @@ func shardedMarkdown(rep *report, k benchKind) []byte {
 	w("Objects held: a LIST of the BenchApps after the measured phase, counted by their shard label; children held: the Deployments and ")
 	w("Services, by their held-by label. The sharder is the replica that logged `Elected sharder`. Then SIGTERM to all replicas at once: ")
 	w("each one's time to exit and exit code.\n")
-	w("- **One replica** (`operator %s`, no sharding) and **the limit**: as [%s.md](%s.md) describes them.\n", rep.Settings.OperatorArgs, k.files, k.files)
+	w("- **One replica** (`operator %s`, no sharding) and **the limit**: as [%s.md](%s.md) describes them.\n", rep.Settings.OperatorArgs, k.Files, k.Files)
 	if runs := max(rep.Settings.Runs, 1); runs > 1 {
 		w("- **Runs**: for each N the cold start of each is run %d times, interleaved limit, one replica, %d shards, limit, ..., ", runs, shards)
 		w("each on a fresh control plane. The figures are the **median** of the runs, with the least and the greatest in parentheses; a ratio is of the medians.\n\n")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 func TestMedian(t *testing.T) {
@@ -65,7 +67,7 @@ func TestRenderOldReport(t *testing.T) {
 		t.Fatalf("decoded runs: %d operator, %d limit, legacy %v %v, settings.runs %d; want one of each in the slices",
 			len(r.Operators), len(r.Limits), r.Operator, r.Limit, rep.Settings.Runs)
 	}
-	md := string(markdown(rep, benchKinds[0]))
+	md := string(markdown(rep, benchapp.Kinds[0]))
 	for _, want := range []string{
 		"| cold convergence, all N objects (s) | ≤ 1.05× limit ❌ not met | 7.78 | 6.73 | 1.16× |",
 		"| CPU time of the process, cold (s) | ≤ 1.2× limit ❌ not met | 2.43 | 1.32 | 1.84× |",
@@ -109,7 +111,7 @@ func TestRenderRuns(t *testing.T) {
 	}}}
 	last := rep.Runs[0].Operators[2]
 	last.Rest = &phase{}
-	md := string(markdown(rep, benchKinds[0]))
+	md := string(markdown(rep, benchapp.Kinds[0]))
 	for _, want := range []string{
 		"### Cold start: median of 3 runs (least–greatest)",
 		"| cold convergence, all N objects (s) | ≤ 1.05× limit ❌ not met | 16.90 (16.60–17.60) | 14.70 (14.50–16.70) | 1.15× |",
@@ -187,7 +189,7 @@ func TestRenderControllerRuns(t *testing.T) {
 				"| CPU time of the process, cold (s) | 3.25 (3.00–3.50) | 3.90 (3.60–4.20) | 2.20 (2.00–2.40) | 1.20× | 1.48× |",
 				"| peak RSS (MiB) | 52.0 (50.0–54.0) | 63.0 (62.0–64.0) | 41.0 (40.0–42.0) | 1.21× | 1.27× |",
 				"| 2 | hand-written controller | 0.00 | 14.00 |",
-				"- **The hand-written controller** (`bench controller`",
+				"- **The hand-written controller** (hack/bench/cmd/controller, a child process: a binary of its own; with `-controller`)",
 			},
 		},
 		"without": {
@@ -198,7 +200,7 @@ func TestRenderControllerRuns(t *testing.T) {
 			r := run
 			r.Controllers = tc.controllers
 			rep := &report{Settings: settings{Runs: 3, RestSeconds: 60, Controller: tc.controllers != nil}, Runs: []runResult{r}}
-			md := string(markdown(rep, benchKinds[0]))
+			md := string(markdown(rep, benchapp.Kinds[0]))
 			for _, want := range tc.want {
 				if !strings.Contains(md, want) {
 					t.Errorf("the markdown has no line %q:\n%s", want, md)

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/shard"
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
+	"github.com/tmplop/operator/hack/bench/internal/procfs"
 	"github.com/tmplop/operator/test/harness"
 )
 
@@ -140,7 +142,7 @@ func (b *bench) measureSharded(ctx context.Context, n, k int) (s *shardedRun, er
 	defer tr.stop()
 	r := &runner{dir: b.dir}
 	defer r.close()
-	args := operatorArgs(filepath.Join(b.root, b.flags.kind.templates), b.kubeconfig)
+	args := operatorArgs(filepath.Join(b.root, b.flags.kind.Templates), b.kubeconfig)
 
 	tr.goal(-1)
 	mk, err := b.mark(ctx)
@@ -184,13 +186,13 @@ func (b *bench) measureSharded(ctx context.Context, n, k int) (s *shardedRun, er
 		StartSeconds: lastStart.Sub(started).Seconds()}
 	for i, op := range ops {
 		rp := &replica{ID: shardID(i)}
-		if rp.CPUSeconds, err = cpuSeconds(op.PID()); err != nil {
+		if rp.CPUSeconds, err = procfs.CPUSeconds(op.PID()); err != nil {
 			return s, fail(err)
 		}
 		if rp.PeakRSSBytes, err = op.PeakRSS(); err != nil {
 			return s, fail(err)
 		}
-		if rp.RSSAnonBytes, rp.RSSFileBytes, err = rssSplit(op.PID()); err != nil {
+		if rp.RSSAnonBytes, rp.RSSFileBytes, err = procfs.RSSSplit(op.PID()); err != nil {
 			return s, fail(err)
 		}
 		s.Replicas = append(s.Replicas, rp)
@@ -201,12 +203,12 @@ func (b *bench) measureSharded(ctx context.Context, n, k int) (s *shardedRun, er
 
 	// What each holds, by the labels; the bench's LISTs are not the
 	// replicas' requests.
-	apps, err := b.listLabels(ctx, benchAppGVR)
+	apps, err := b.listLabels(ctx, benchapp.GVR)
 	if err != nil {
 		return s, err
 	}
 	var children []map[string]string
-	for _, gvr := range []schema.GroupVersionResource{deploymentGVR, serviceGVR} {
+	for _, gvr := range []schema.GroupVersionResource{benchapp.DeploymentGVR, benchapp.ServiceGVR} {
 		l, err := b.listLabels(ctx, gvr)
 		if err != nil {
 			return s, err

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 func TestCountLabel(t *testing.T) {
@@ -164,7 +166,7 @@ func shardedReport() *report {
 }
 
 func TestShardedMarkdown(t *testing.T) {
-	md := string(shardedMarkdown(shardedReport(), benchKinds[0]))
+	md := string(shardedMarkdown(shardedReport(), benchapp.Kinds[0]))
 	for _, want := range []string{
 		"# Benchmarks: the operator as 3 shards",
 		"Run: `go run . -n 1000 -runs 2 -shards 3` in hack/bench.",
@@ -202,7 +204,7 @@ func TestShardedMarkdownFailedRun(t *testing.T) {
 	rep.Runs[0].Sharded[1].Unassigned = 30
 	rep.Runs = append(rep.Runs, runResult{N: 10000, Error: "3 shards, run 1: cold: 9000 of 10000 objects converged",
 		Limits: rep.Runs[0].Limits[:1], Operators: rep.Runs[0].Operators[:1]})
-	md := string(shardedMarkdown(rep, benchKinds[0]))
+	md := string(shardedMarkdown(rep, benchapp.Kinds[0]))
 	for _, want := range []string{
 		"Run 2: 30 BenchApps had no shard label at the end.",
 		"## N = 10,000\n\n**The run did not complete:** `3 shards, run 1: cold: 9000 of 10000 objects converged`",

@@ -6,27 +6,29 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // siblingReports reads the reports of the other kinds that an earlier run
 // wrote into dir, so that each report can show every kind in one table. A
 // kind never run there is left out.
-func siblingReports(dir string, self benchKind) ([]*report, error) {
+func siblingReports(dir string, self benchapp.Kind) ([]*report, error) {
 	var reps []*report
-	for _, k := range benchKinds {
-		if k.name == self.name {
+	for _, k := range benchapp.Kinds {
+		if k.Name == self.Name {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, k.files+".json"))
+		data, err := os.ReadFile(filepath.Join(dir, k.Files+".json"))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the %s report: %w", k.name, err)
+			return nil, fmt.Errorf("read the %s report: %w", k.Name, err)
 		}
 		rep, err := decodeReport(data)
 		if err != nil {
-			return nil, fmt.Errorf("decode the %s report: %w", k.name, err)
+			return nil, fmt.Errorf("decode the %s report: %w", k.Name, err)
 		}
 		reps = append(reps, rep)
 	}
@@ -44,7 +46,7 @@ func summaryTable(w func(string, ...any), reps []*report) {
 	w("| kind | N | runs | cold operator / limit (s) | time ratio | CPU operator / limit (s) | CPU ratio | peak RSS operator / limit (MiB) | of which the operator's file pages (MiB) | anonymous per object, operator / limit (bytes) | requests per object |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, rep := range reps {
-		k, err := kindNamed(rep.Settings.Kind)
+		k, err := benchapp.KindNamed(rep.Settings.Kind)
 		if err != nil {
 			continue
 		}
@@ -74,7 +76,7 @@ func summaryTable(w func(string, ...any), reps []*report) {
 			}
 			reqs := med(ops, func(s *subject) float64 { return float64(s.Cold.Measured) / n })
 			w("| [%s](%s.md) | %d | %d | %.2f / %.2f | %s %s | %.2f / %.2f | %s %s | %s | %s | %s | %s %.3f |\n",
-				k.name, k.files, r.N, len(ops), oc, lc, verdictMark(lc > 0 && oc <= goalConvergeRatio*lc), ratio(oc, lc),
+				k.Name, k.Files, r.N, len(ops), oc, lc, verdictMark(lc > 0 && oc <= goalConvergeRatio*lc), ratio(oc, lc),
 				ou, lu, verdictMark(lu > 0 && ou <= goalCPURatio*lu), ratio(ou, lu), rssCell, file, anon,
 				verdictMark(reqs <= goalRequests), reqs)
 		}

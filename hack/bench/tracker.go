@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // appState is what the bench knows of one BenchApp and its Deployment.
@@ -54,8 +56,8 @@ func startTracker(ctx context.Context, dyn dynamic.Interface, ns string) (*track
 	ctx, cancel := context.WithCancel(ctx)
 	t := &tracker{stop: cancel, apps: map[string]*appState{}, changed: make(chan struct{}), want: -1, done: map[string]bool{}}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
-	apps := factory.ForResource(benchAppGVR).Informer()
-	deps := factory.ForResource(deploymentGVR).Informer()
+	apps := factory.ForResource(benchapp.GVR).Informer()
+	deps := factory.ForResource(benchapp.DeploymentGVR).Informer()
 	onApp := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			t.update(u.GetName(), func(a *appState) { readApp(u, a) })

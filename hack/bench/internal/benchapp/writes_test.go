@@ -1,4 +1,4 @@
-package main
+package benchapp
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // limit` says the operator applies for the same BenchApp: a limit that
 // wrote less would flatter it.
 func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := newBenchApp("limit", appName(7))
+	app := New("limit", Name(7))
 	app.SetUID("6f1c2a8e-0000-4000-8000-000000000007")
 	app.SetGeneration(3)
 	// 2 replicas: the status names them (0/2 available).
@@ -46,15 +46,15 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, k := range benchKinds {
-		t.Run(k.name, func(t *testing.T) {
-			rendered, out := render(t, bin, filepath.Join(root, k.templates), file)
+	for _, k := range Kinds {
+		t.Run(k.Name, func(t *testing.T) {
+			rendered, out := render(t, bin, filepath.Join(root, k.Templates), file)
 			for name, tc := range map[string]struct {
 				got  *unstructured.Unstructured
 				want map[string]any
 			}{
-				"Deployment": {limitDeployment(k, app), rendered["Deployment"]},
-				"Service":    {limitService(k, app), rendered["Service"]},
+				"Deployment": {Deployment(k, app), rendered["Deployment"]},
+				"Service":    {Service(k, app), rendered["Service"]},
 			} {
 				t.Run(name, func(t *testing.T) {
 					if tc.want == nil {
@@ -70,7 +70,7 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 				if want == nil {
 					t.Fatalf("operator render printed no status:\n%s", out)
 				}
-				got := normalized(t, limitStatus(k, app, time.Now()).Object)["status"].(map[string]any)
+				got := normalized(t, Status(k, app, time.Now()).Object)["status"].(map[string]any)
 				// The preview's transition times are its own clock's:
 				// compare everything else.
 				for _, st := range []map[string]any{got, want} {
@@ -92,7 +92,7 @@ func TestLimitWritesWhatTheOperatorWrites(t *testing.T) {
 // under "status", and its output.
 func render(t *testing.T, bin, templates, file string) (map[string]map[string]any, []byte) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), bin, "render", "--templates", templates, "--field-manager", limitManager, "-f", file)
+	cmd := exec.CommandContext(t.Context(), bin, "render", "--templates", templates, "--field-manager", Manager, "-f", file)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,14 +1,16 @@
-package main
+// Package limit is the limit: a minimal client doing exactly the requests
+// serving the BenchApps needs, the floor the bench measures the operator
+// against. It runs as a binary of its own (hack/bench/cmd/limit), a child
+// of the bench.
+package limit
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"sync"
 	"time"
@@ -21,18 +23,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/workqueue"
-)
 
-// limitReport is what the limit prints, as one JSON line, after its cold
-// pass.
-type limitReport struct {
-	Objects      int     `json:"objects"`
-	Seconds      float64 `json:"seconds"`
-	PeakRSSBytes int64   `json:"peakRSSBytes"`
-	RSSAnonBytes int64   `json:"rssAnonBytes"`
-	RSSFileBytes int64   `json:"rssFileBytes"`
-	CPUSeconds   float64 `json:"cpuSeconds"`
-}
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
+)
 
 // limitClient is the limit: the requests the work needs and nothing else.
 // Cold, one LIST of the BenchApps, then per object one apply of the
@@ -41,7 +34,7 @@ type limitReport struct {
 // one WATCH from it, then per change the Deployment and the status, and the
 // Service only when spec.ports changed.
 type limitClient struct {
-	kind      benchKind
+	kind      benchapp.Kind
 	dyn       dynamic.Interface
 	namespace string
 	workers   int
@@ -50,9 +43,10 @@ type limitClient struct {
 	ports map[string][]any // spec.ports of each Service last applied
 }
 
-// runLimit is `bench limit`: the cold pass, its report on stdout, and with
-// -follow, after a line on stdin, the changes until it is stopped.
-func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
+// Run is the limit with its command line (args, without the program's
+// name): the cold pass, its report (a benchapp.Report) on stdout, and with
+// -follow, after a line on stdin, the changes until ctx ends.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	start := time.Now()
 	fs := flag.NewFlagSet("limit", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the limit's identity")
@@ -63,7 +57,7 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	kind, err := kindNamed(*kindName)
+	kind, err := benchapp.KindNamed(*kindName)
 	if err != nil {
 		return fmt.Errorf("limit: %w", err)
 	}
@@ -80,39 +74,25 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	l := &limitClient{kind: kind, dyn: dyn, namespace: *namespace, workers: *workers, ports: map[string][]any{}}
 
-	list, err := dyn.Resource(benchAppGVR).Namespace(l.namespace).List(ctx, metav1.ListOptions{})
+	list, err := dyn.Resource(benchapp.GVR).Namespace(l.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("limit: list BenchApps in %s: %w", l.namespace, err)
 	}
-	err = forEach(ctx, len(list.Items), l.workers, func(ctx context.Context, i int) error {
+	err = benchapp.ForEach(ctx, len(list.Items), l.workers, func(ctx context.Context, i int) error {
 		return l.serve(ctx, &list.Items[i])
 	})
 	if err != nil {
 		return fmt.Errorf("limit: %w", err)
 	}
-	peak, err := vmHWM(os.Getpid())
-	if err != nil {
+	if err := benchapp.WriteReport(stdout, len(list.Items), start); err != nil {
 		return fmt.Errorf("limit: %w", err)
-	}
-	anon, file, err := rssSplit(os.Getpid())
-	if err != nil {
-		return fmt.Errorf("limit: %w", err)
-	}
-	cpu, err := cpuSeconds(os.Getpid())
-	if err != nil {
-		return fmt.Errorf("limit: %w", err)
-	}
-	rep := limitReport{Objects: len(list.Items), Seconds: time.Since(start).Seconds(), PeakRSSBytes: peak,
-		RSSAnonBytes: anon, RSSFileBytes: file, CPUSeconds: cpu}
-	if err := json.NewEncoder(stdout).Encode(rep); err != nil {
-		return fmt.Errorf("limit: report: %w", err)
 	}
 	if !*follow {
 		return nil
 	}
 	// The bench reads its request counters between the cold pass and the
 	// watch, then says go.
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil {
 		return fmt.Errorf("limit: wait for the bench: %w", err)
 	}
 	// Not from the cold LIST's version: kube-apiserver compacts etcd
@@ -122,7 +102,7 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 	// nothing changes until the bench patches: the watch starts from the
 	// current version, read with a LIST of one object (before the bench
 	// times the changes).
-	now, err := dyn.Resource(benchAppGVR).Namespace(l.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	now, err := dyn.Resource(benchapp.GVR).Namespace(l.namespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return fmt.Errorf("limit: list BenchApps in %s: %w", l.namespace, err)
 	}
@@ -132,9 +112,9 @@ func runLimit(ctx context.Context, args []string, stdout io.Writer) error {
 // serve applies app's Deployment, its Service unless its ports are the ones
 // last applied, and its status.
 func (l *limitClient) serve(ctx context.Context, app *unstructured.Unstructured) error {
-	opts := metav1.ApplyOptions{FieldManager: limitManager, Force: true}
-	d := limitDeployment(l.kind, app)
-	if _, err := l.dyn.Resource(deploymentGVR).Namespace(l.namespace).Apply(ctx, d.GetName(), d, opts); err != nil {
+	opts := metav1.ApplyOptions{FieldManager: benchapp.Manager, Force: true}
+	d := benchapp.Deployment(l.kind, app)
+	if _, err := l.dyn.Resource(benchapp.DeploymentGVR).Namespace(l.namespace).Apply(ctx, d.GetName(), d, opts); err != nil {
 		return fmt.Errorf("apply Deployment %s/%s: %w", l.namespace, d.GetName(), err)
 	}
 	ports, _, _ := unstructured.NestedSlice(app.Object, "spec", "ports")
@@ -142,16 +122,16 @@ func (l *limitClient) serve(ctx context.Context, app *unstructured.Unstructured)
 	last, seen := l.ports[app.GetName()]
 	l.mu.Unlock()
 	if !seen || !reflect.DeepEqual(last, ports) {
-		s := limitService(l.kind, app)
-		if _, err := l.dyn.Resource(serviceGVR).Namespace(l.namespace).Apply(ctx, s.GetName(), s, opts); err != nil {
+		s := benchapp.Service(l.kind, app)
+		if _, err := l.dyn.Resource(benchapp.ServiceGVR).Namespace(l.namespace).Apply(ctx, s.GetName(), s, opts); err != nil {
 			return fmt.Errorf("apply Service %s/%s: %w", l.namespace, s.GetName(), err)
 		}
 		l.mu.Lock()
 		l.ports[app.GetName()] = ports
 		l.mu.Unlock()
 	}
-	st := limitStatus(l.kind, app, time.Now())
-	if _, err := l.dyn.Resource(benchAppGVR).Namespace(l.namespace).ApplyStatus(ctx, st.GetName(), st, opts); err != nil {
+	st := benchapp.Status(l.kind, app, time.Now())
+	if _, err := l.dyn.Resource(benchapp.GVR).Namespace(l.namespace).ApplyStatus(ctx, st.GetName(), st, opts); err != nil {
 		return fmt.Errorf("apply status of BenchApp %s/%s: %w", l.namespace, st.GetName(), err)
 	}
 	return nil
@@ -162,7 +142,7 @@ func (l *limitClient) serve(ctx context.Context, app *unstructured.Unstructured)
 func (l *limitClient) follow(ctx context.Context, rv string) error {
 	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return l.dyn.Resource(benchAppGVR).Namespace(l.namespace).Watch(ctx, o)
+			return l.dyn.Resource(benchapp.GVR).Namespace(l.namespace).Watch(ctx, o)
 		},
 	})
 	if err != nil {

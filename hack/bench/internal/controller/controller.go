@@ -1,12 +1,13 @@
-package main
+// Package controller is the hand-written controller for the BenchApp
+// that the bench (-controller) measures the operator against. It runs as a
+// binary of its own (hack/bench/cmd/controller), a child of the bench.
+package controller
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // controllerClient is the controller an expert would write by hand for the
@@ -32,9 +34,9 @@ import (
 // kube-controller-manager's controllers, so that the operator is measured
 // against the best hand-written code for the one kind, not an easy one. It
 // writes exactly what the limit writes, built by the same code
-// (limitDeployment, limitService, limitStatus), and skips what is already
-// so: a child whose hash annotation is the desired one, a status whose
-// observedGeneration is the generation. Each choice, and why:
+// (benchapp.Deployment, benchapp.Service, benchapp.Status), and skips what
+// is already so: a child whose hash annotation is the desired one, a
+// status whose observedGeneration is the generation. Each choice, and why:
 //
 //   - Informers, listers: it reads only its caches, never a live GET. No
 //     resync (0): nothing here is level-triggered by time.
@@ -49,7 +51,7 @@ import (
 //     side of the comparison.
 //   - The BenchApps, a CRD (JSON only: custom resources have no protobuf),
 //     through a dynamic informer whose transform keeps a small benchApp of
-//     the fields the controller reads (controller_cache.go): the informer
+//     the fields the controller reads (cache.go): the informer
 //     holds every BenchApp for the whole run, and an unstructured object's
 //     maps of metadata, managedFields and status are most of its bytes. The
 //     children's caches drop managedFields (stripManagedFields).
@@ -84,7 +86,7 @@ import (
 // informers' lists, watches, decoding and caches. Against the operator, what
 // the template engine costs on top of a controller written for one kind.
 type controllerClient struct {
-	kind      benchKind
+	kind      benchapp.Kind
 	cs        kubernetes.Interface
 	dyn       dynamic.Interface
 	namespace string
@@ -145,10 +147,11 @@ func controllerConfig(cfg *rest.Config) (dyn, typed *rest.Config) {
 	return dyn, typed
 }
 
-// runController is `bench controller`: the cold pass of the hand-written
-// controller and its report (a limitReport) on stdout once it has written
-// the status of every BenchApp its first list held.
-func runController(ctx context.Context, args []string, stdout io.Writer) error {
+// Run is the hand-written controller with its command line (args, without
+// the program's name): its cold pass, and its report (a benchapp.Report) on
+// stdout once it has written the status of every BenchApp its first list
+// held.
+func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	start := time.Now()
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the controller's identity")
@@ -158,7 +161,7 @@ func runController(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	kind, err := kindNamed(*kindName)
+	kind, err := benchapp.KindNamed(*kindName)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -189,13 +192,13 @@ func runController(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer c.queue.ShutDown()
 
-	apps := dynamicinformer.NewFilteredDynamicInformer(dyn, benchAppGVR, c.namespace, 0, cache.Indexers{}, nil).Informer()
+	apps := dynamicinformer.NewFilteredDynamicInformer(dyn, benchapp.GVR, c.namespace, 0, cache.Indexers{}, nil).Informer()
 	if err := apps.SetTransform(toBenchApp); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = ownership.LabelManagedBy + "=" + limitManager
+			o.LabelSelector = ownership.LabelManagedBy + "=" + benchapp.Manager
 		}), informers.WithTransform(stripManagedFields))
 	deployments := factory.Apps().V1().Deployments().Informer()
 	services := factory.Core().V1().Services().Informer()
@@ -256,22 +259,8 @@ func runController(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("controller: %w", err)
 	case <-c.done:
 	}
-	peak, err := vmHWM(os.Getpid())
-	if err != nil {
+	if err := benchapp.WriteReport(stdout, len(listed), start); err != nil {
 		return fmt.Errorf("controller: %w", err)
-	}
-	anon, file, err := rssSplit(os.Getpid())
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	cpu, err := cpuSeconds(os.Getpid())
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	rep := limitReport{Objects: len(listed), Seconds: time.Since(start).Seconds(), PeakRSSBytes: peak,
-		RSSAnonBytes: anon, RSSFileBytes: file, CPUSeconds: cpu}
-	if err := json.NewEncoder(stdout).Encode(rep); err != nil {
-		return fmt.Errorf("controller: report: %w", err)
 	}
 	return nil
 }
@@ -367,11 +356,11 @@ func (c *controllerClient) sync(ctx context.Context, key cache.ObjectName) error
 	var u *unstructured.Unstructured // app as the builders take it, once needed
 	for i, child := range [children]struct {
 		cache cache.Indexer
-		build func(benchKind, *unstructured.Unstructured) *unstructured.Unstructured
+		build func(benchapp.Kind, *unstructured.Unstructured) *unstructured.Unstructured
 		apply func(ctx context.Context, name string, data []byte) error
 	}{
-		childDeployment: {c.deployments, limitDeployment, c.applyDeployment},
-		childService:    {c.services, limitService, c.applyService},
+		childDeployment: {c.deployments, benchapp.Deployment, c.applyDeployment},
+		childService:    {c.services, benchapp.Service, c.applyService},
 	} {
 		var desired *unstructured.Unstructured
 		if st.desired[i] == "" {
@@ -414,9 +403,9 @@ func (c *controllerClient) sync(ctx context.Context, key cache.ObjectName) error
 		if u == nil {
 			u = app.unstructured()
 		}
-		status := limitStatus(c.kind, u, time.Now())
-		opts := metav1.ApplyOptions{FieldManager: limitManager, Force: true}
-		if _, err := c.dyn.Resource(benchAppGVR).Namespace(key.Namespace).ApplyStatus(ctx, key.Name, status, opts); err != nil {
+		status := benchapp.Status(c.kind, u, time.Now())
+		opts := metav1.ApplyOptions{FieldManager: benchapp.Manager, Force: true}
+		if _, err := c.dyn.Resource(benchapp.GVR).Namespace(key.Namespace).ApplyStatus(ctx, key.Name, status, opts); err != nil {
 			return fmt.Errorf("apply status of BenchApp %s: %w", key, err)
 		}
 		st.statusOf = app.Generation
@@ -434,7 +423,7 @@ func (c *controllerClient) sync(ctx context.Context, key cache.ObjectName) error
 }
 
 // applyOptions are the children's apply's: the limit's field manager, forced.
-var applyOptions = metav1.PatchOptions{FieldManager: limitManager, Force: ptr.To(true)}
+var applyOptions = metav1.PatchOptions{FieldManager: benchapp.Manager, Force: ptr.To(true)}
 
 // applyDeployment server-side applies a Deployment (data: its JSON, the
 // body the dynamic client's Apply sends); the response is protobuf.

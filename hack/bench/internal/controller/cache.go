@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // What the hand-written controller caches. Its informers hold every
@@ -26,10 +28,11 @@ import (
 
 // benchApp is a BenchApp as the controller's cache holds it: its name,
 // namespace, UID, resourceVersion and generation, the spec as it is (what
-// limitDeployment and limitService read), status.observedGeneration (the
-// status skip) and each condition's type, status and transition time (what
-// limitStatus keeps). Everything else (labels, annotations, managedFields,
-// timestamps, the conditions' messages, the replica counts) is dropped.
+// benchapp.Deployment and benchapp.Service read), status.observedGeneration
+// (the status skip) and each condition's type, status and transition time
+// (what benchapp.Status keeps). Everything else (labels, annotations,
+// managedFields, timestamps, the conditions' messages, the replica counts)
+// is dropped.
 //
 // It embeds ObjectMeta so that the informer's key function and
 // cache.ObjectToName take it as any object, and is a runtime.Object so that
@@ -45,7 +48,7 @@ type benchApp struct {
 	conditions         []appCondition
 }
 
-// appCondition is what limitStatus reads of a status condition.
+// appCondition is what benchapp.Status reads of a status condition.
 type appCondition struct {
 	Type, Status, LastTransitionTime string
 }
@@ -60,7 +63,7 @@ func (a *benchApp) upToDate() bool {
 // read of it (unstructured.Nested*).
 func (a *benchApp) unstructured() *unstructured.Unstructured {
 	obj := map[string]any{
-		"apiVersion": benchAppGVR.GroupVersion().String(),
+		"apiVersion": benchapp.GVR.GroupVersion().String(),
 		"kind":       "BenchApp",
 		"metadata": map[string]any{
 			"name": a.Name, "namespace": a.Namespace, "uid": string(a.UID),

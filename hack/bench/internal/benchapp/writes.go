@@ -1,4 +1,4 @@
-package main
+package benchapp
 
 import (
 	"fmt"
@@ -12,14 +12,14 @@ import (
 
 // What the limit writes is what the operator writes for a BenchApp of
 // either kind (hack/bench/templates/benchapp or hack/bench/charts/benchapp;
-// `operator render --field-manager limit` shows it; limit_objects_test.go
+// `operator render --field-manager limit` shows it; writes_test.go
 // compares the two): the same fields, labels, annotations, owner reference
 // and status, written by hand instead of rendered, because the limit is the
 // cost of the requests alone.
 
-// limitManager is the limit's field manager, and so its children's
+// Manager is the limit's field manager, and so its children's
 // managed-by label, as --field-manager would make it for the operator.
-const limitManager = "limit"
+const Manager = "limit"
 
 // childMeta is the metadata the engine gives every child: its managed-by
 // and parent-uid labels, the parent and template annotations, and a
@@ -29,7 +29,7 @@ func childMeta(app *unstructured.Unstructured, template string) map[string]any {
 		"name":      app.GetName(),
 		"namespace": app.GetNamespace(),
 		"labels": map[string]any{
-			"app.kubernetes.io/managed-by":  limitManager,
+			"app.kubernetes.io/managed-by":  Manager,
 			"operator.tmplop.io/parent-uid": string(app.GetUID()),
 		},
 		"annotations": map[string]any{
@@ -57,8 +57,8 @@ func withHash(child *unstructured.Unstructured) *unstructured.Unstructured {
 	return child
 }
 
-// limitDeployment is deployment.yaml's Deployment for app.
-func limitDeployment(k benchKind, app *unstructured.Unstructured) *unstructured.Unstructured {
+// Deployment is deployment.yaml's Deployment for app.
+func Deployment(k Kind, app *unstructured.Unstructured) *unstructured.Unstructured {
 	size, _, _ := unstructured.NestedInt64(app.Object, "spec", "size")
 	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
 	ports, _, _ := unstructured.NestedSlice(app.Object, "spec", "ports")
@@ -92,7 +92,7 @@ func limitDeployment(k benchKind, app *unstructured.Unstructured) *unstructured.
 	return withHash(&unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1",
 		"kind":       "Deployment",
-		"metadata":   childMeta(app, k.template("deployment.yaml")),
+		"metadata":   childMeta(app, k.Template("deployment.yaml")),
 		"spec": map[string]any{
 			"replicas": size,
 			"selector": map[string]any{"matchLabels": selector},
@@ -104,14 +104,14 @@ func limitDeployment(k benchKind, app *unstructured.Unstructured) *unstructured.
 	}})
 }
 
-// limitService is service.yaml's ClusterIP Service for app: its ports are
+// Service is service.yaml's ClusterIP Service for app: its ports are
 // spec.ports as they are.
-func limitService(k benchKind, app *unstructured.Unstructured) *unstructured.Unstructured {
+func Service(k Kind, app *unstructured.Unstructured) *unstructured.Unstructured {
 	ports, _, _ := unstructured.NestedSlice(app.Object, "spec", "ports")
 	return withHash(&unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Service",
-		"metadata":   childMeta(app, k.template("service.yaml")),
+		"metadata":   childMeta(app, k.Template("service.yaml")),
 		"spec": map[string]any{
 			"type":     "ClusterIP",
 			"selector": map[string]any{"app": app.GetName()},
@@ -120,14 +120,14 @@ func limitService(k benchKind, app *unstructured.Unstructured) *unstructured.Uns
 	}})
 }
 
-// limitStatus is the status the operator writes for app: observedGeneration
+// Status is the status the operator writes for app: observedGeneration
 // and the engine's conditions, and status.yaml's replica counts for the
 // folder, status.chart for the chart. Nothing runs the Deployments on this
 // control plane: the replica counts are 0, and the Deployment, 0/size
 // available, keeps the object not Ready and Reconciling (the Service, a
 // ClusterIP one, is Current). A condition keeps its transition time while
 // its status stays.
-func limitStatus(k benchKind, app *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
+func Status(k Kind, app *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
 	gen := app.GetGeneration()
 	size, _, _ := unstructured.NestedInt64(app.Object, "spec", "size")
 	notReady := fmt.Sprintf("Deployment/%s 0/%d available", app.GetName(), size)
@@ -152,8 +152,8 @@ func limitStatus(k benchKind, app *unstructured.Unstructured, now time.Time) *un
 			condition("Reconciling", metav1.ConditionTrue, "Progressing", notReady),
 		},
 	}
-	if k.chart != nil {
-		status["chart"] = k.chart
+	if k.Chart != nil {
+		status["chart"] = k.Chart
 	} else {
 		status["replicas"], status["readyReplicas"], status["availableReplicas"] = int64(0), int64(0), int64(0)
 	}

@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"reflect"
@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // servedBenchApp is a BenchApp as the API server sends it: the object the
@@ -17,10 +19,10 @@ import (
 // and the writers add. observed is its status.observedGeneration (0: no
 // status).
 func servedBenchApp(observed int64) *unstructured.Unstructured {
-	app := newBenchApp("limit", appName(7))
+	app := benchapp.New("limit", benchapp.Name(7))
 	obj := app.Object
 	obj["metadata"] = map[string]any{
-		"name": appName(7), "namespace": "limit", "uid": "6f1c2a8e-0000-4000-8000-000000000007",
+		"name": benchapp.Name(7), "namespace": "limit", "uid": "6f1c2a8e-0000-4000-8000-000000000007",
 		"resourceVersion": "4711", "generation": int64(3), "creationTimestamp": "2026-01-02T03:04:05Z",
 		"labels":      map[string]any{"team": "a"},
 		"annotations": map[string]any{"note": "b"},
@@ -66,13 +68,13 @@ func TestToBenchAppKeepsWhatTheBuildersRead(t *testing.T) {
 		{"status of an older generation", 2, false},
 		{"status of its generation", 3, true},
 	} {
-		for _, k := range benchKinds {
-			t.Run(tc.name+"/"+k.name, func(t *testing.T) {
+		for _, k := range benchapp.Kinds {
+			t.Run(tc.name+"/"+k.Name, func(t *testing.T) {
 				full := servedBenchApp(tc.observed)
 				want := map[string]*unstructured.Unstructured{
-					"Deployment": limitDeployment(k, full),
-					"Service":    limitService(k, full),
-					"status":     limitStatus(k, full, now),
+					"Deployment": benchapp.Deployment(k, full),
+					"Service":    benchapp.Service(k, full),
+					"status":     benchapp.Status(k, full, now),
 				}
 				obj, err := toBenchApp(servedBenchApp(tc.observed))
 				if err != nil {
@@ -84,9 +86,9 @@ func TestToBenchAppKeepsWhatTheBuildersRead(t *testing.T) {
 				}
 				u := app.unstructured()
 				got := map[string]*unstructured.Unstructured{
-					"Deployment": limitDeployment(k, u),
-					"Service":    limitService(k, u),
-					"status":     limitStatus(k, u, now),
+					"Deployment": benchapp.Deployment(k, u),
+					"Service":    benchapp.Service(k, u),
+					"status":     benchapp.Status(k, u, now),
 				}
 				for name := range want {
 					if !reflect.DeepEqual(got[name].Object, want[name].Object) {
@@ -110,7 +112,7 @@ func TestToBenchAppDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := obj.(*benchApp)
-	wantMeta := metav1.ObjectMeta{Name: appName(7), Namespace: "limit", UID: "6f1c2a8e-0000-4000-8000-000000000007",
+	wantMeta := metav1.ObjectMeta{Name: benchapp.Name(7), Namespace: "limit", UID: "6f1c2a8e-0000-4000-8000-000000000007",
 		ResourceVersion: "4711", Generation: 3}
 	if !reflect.DeepEqual(app.ObjectMeta, wantMeta) {
 		t.Errorf("metadata kept: %+v, want only %+v (no labels, annotations, managedFields, timestamps)", app.ObjectMeta, wantMeta)
@@ -129,8 +131,8 @@ func TestToBenchAppDrops(t *testing.T) {
 			t.Errorf("status.%s kept", dropped)
 		}
 	}
-	if key, err := cache.MetaNamespaceKeyFunc(app); err != nil || key != "limit/"+appName(7) {
-		t.Errorf("informer key = %q, %v; want limit/%s", key, err, appName(7))
+	if key, err := cache.MetaNamespaceKeyFunc(app); err != nil || key != "limit/"+benchapp.Name(7) {
+		t.Errorf("informer key = %q, %v; want limit/%s", key, err, benchapp.Name(7))
 	}
 
 	again, err := toBenchApp(app)
@@ -149,7 +151,7 @@ func TestToBenchAppDrops(t *testing.T) {
 	cp.spec["size"] = int64(9)
 	cp.conditions[0].Status = "False"
 	cp.Name = "other"
-	if app.spec["size"] != int64(2) || app.conditions[0].Status != "True" || app.Name != appName(7) {
+	if app.spec["size"] != int64(2) || app.conditions[0].Status != "True" || app.Name != benchapp.Name(7) {
 		t.Errorf("deep copy shares state with the original: %+v", app)
 	}
 	var _ runtime.Object = app

@@ -1,4 +1,4 @@
-package main
+package controller
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tmplop/operator/engine/ownership"
+	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
 // TestControllerSyncWrites runs the controller's sync against fake clients
@@ -28,7 +29,7 @@ import (
 // again, and a deleted BenchApp is forgotten.
 func TestControllerSyncWrites(t *testing.T) {
 	ctx := context.Background()
-	k := benchKinds[0]
+	k := benchapp.Kinds[0]
 	writes := map[string]int{}
 	count := func(name string) k8stesting.ReactionFunc {
 		return func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -49,14 +50,14 @@ func TestControllerSyncWrites(t *testing.T) {
 	cs := fake.NewClientset()
 	cs.PrependReactor("patch", "deployments", count("Deployment"))
 	cs.PrependReactor("patch", "services", count("Service"))
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{benchAppGVR: "BenchAppList"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{benchapp.GVR: "BenchAppList"})
 	dyn.PrependReactor("patch", "benchapps", count("status"))
 
 	newIndexer := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
 	c := &controllerClient{kind: k, cs: cs, dyn: dyn, namespace: "limit",
 		apps: newIndexer(), deployments: newIndexer(), services: newIndexer(),
 		state: map[cache.ObjectName]*appMemo{}, pending: map[cache.ObjectName]bool{}, done: make(chan struct{})}
-	key := cache.ObjectName{Namespace: "limit", Name: appName(7)}
+	key := cache.ObjectName{Namespace: "limit", Name: benchapp.Name(7)}
 
 	// put caches app as its informer would.
 	put := func(app *unstructured.Unstructured) {
@@ -74,7 +75,7 @@ func TestControllerSyncWrites(t *testing.T) {
 		for _, ch := range []struct {
 			indexer cache.Indexer
 			u       *unstructured.Unstructured
-		}{{c.deployments, limitDeployment(k, app)}, {c.services, limitService(k, app)}} {
+		}{{c.deployments, benchapp.Deployment(k, app)}, {c.services, benchapp.Service(k, app)}} {
 			m := &metav1.ObjectMeta{Name: ch.u.GetName(), Namespace: ch.u.GetNamespace(),
 				Annotations: map[string]string{ownership.AnnotationHash: ch.u.GetAnnotations()[ownership.AnnotationHash]}}
 			var obj runtime.Object = &appsv1.Deployment{ObjectMeta: *m}
@@ -122,11 +123,11 @@ func TestControllerSyncWrites(t *testing.T) {
 	echo(app(4, 3, 5))
 	put(app(4, 4, 5))
 	step("change caught up", nil)
-	if err := c.services.Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: appName(7), Namespace: "limit"}}); err != nil {
+	if err := c.services.Delete(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: benchapp.Name(7), Namespace: "limit"}}); err != nil {
 		t.Fatal(err)
 	}
 	step("Service deleted", map[string]int{"Service": 1})
-	if err := c.apps.Delete(&benchApp{ObjectMeta: metav1.ObjectMeta{Name: appName(7), Namespace: "limit"}}); err != nil {
+	if err := c.apps.Delete(&benchApp{ObjectMeta: metav1.ObjectMeta{Name: benchapp.Name(7), Namespace: "limit"}}); err != nil {
 		t.Fatal(err)
 	}
 	step("BenchApp deleted", nil)
