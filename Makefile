@@ -95,7 +95,7 @@ fmt:
 ## (docs/benchmarks-chart.md). Each report's summary table shows the other
 ## kind's rows from its report in docs/ (rewrite one with go run . -render).
 ## BENCH_FLAGS=-controller also runs a hand-written controller for the
-## BenchApp (informers, work queue, listers; hack/bench/controller.go) in
+## BenchApp (informers, work queue, listers; hack/bench/internal/controller) in
 ## the same interleaved turns, cold only: half as long again.
 BENCH_N ?= 1000,10000
 BENCH_KIND ?= folder
