@@ -32,14 +32,20 @@ type Cache interface {
 	// reading nothing.
 	Peek(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
 	// Occupant returns the metadata of any object of gr, the operator's or
-	// not (a sharded replica's: another shard's children too): what a
-	// child would overwrite. The name of a child is free when it has none:
-	// no read is made to know it.
+	// not: what a child would overwrite.
 	Occupant(gr schema.GroupResource, namespace, name string) (metav1.Object, bool)
 	// Children returns the operator's children of gr that carry parentUID.
 	Children(gr schema.GroupResource, parentUID types.UID) []Child
 	// List returns every one of the operator's children of gr.
 	List(gr schema.GroupResource) []Child
+}
+
+// Partial is a Cache that holds only some of the operator's children: a
+// sharded replica's holds its own shard's, so that a name missing from it
+// may still be another shard's child. Missed reads such a name from the
+// API server: the object (the live occupant) or nil when there is none.
+type Partial interface {
+	Missed(ctx context.Context, m *meta.RESTMapping, namespace, name string) (*unstructured.Unstructured, error)
 }
 
 // Child is a child as the cache lists it: its metadata and its kind, which
@@ -134,6 +140,26 @@ func (a *Applier) Prepare(ctx context.Context, c *kube.Client, m *meta.RESTMappi
 	// taken only when it is that same object.
 	occ, taken := a.cache.Occupant(gr, key.Namespace, key.Name)
 	if !taken {
+		p, partial := a.cache.(Partial)
+		if !partial {
+			return d, nil
+		}
+		live, err := p.Missed(ctx, preferred, key.Namespace, key.Name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", key, err)
+		}
+		if live == nil {
+			return d, nil
+		}
+		// Another shard's child, or this parent's own child applied by the
+		// shard that held it before: the claim tells which.
+		if err := ownership.Claim(live, m.GroupVersionKind.GroupKind(), parent, who); err != nil {
+			return nil, err
+		}
+		if live.GetDeletionTimestamp() == nil {
+			d.Live = live
+			d.UpToDate, d.Drifted = unchanged(live, child)
+		}
 		return d, nil
 	}
 	if err := ownership.Claim(occ, m.GroupVersionKind.GroupKind(), parent, who); err != nil {

@@ -43,26 +43,18 @@ func (f *fakeCache) Occupant(gr schema.GroupResource, ns, name string) (metav1.O
 func (f *fakeCache) Children(schema.GroupResource, types.UID) []Child { return nil }
 func (f *fakeCache) List(schema.GroupResource) []Child                { return nil }
 
-// shardCache is a sharded replica's: its own shard's children whole
-// (ours), every other object's metadata (all: the other shards' children
-// included), and another shard's child read live (live, or err) when Get
-// asks for it, as engine/controller's does.
-type shardCache struct {
+// partialCache is a sharded replica's: it also answers Missed, from live
+// (the API server's view) or with err.
+type partialCache struct {
 	fakeCache
-	live  *unstructured.Unstructured
-	err   error
-	reads int
+	live   *unstructured.Unstructured
+	err    error
+	missed int
 }
 
-func (s *shardCache) Get(ctx context.Context, gr schema.GroupResource, ns, name string) (*unstructured.Unstructured, bool, error) {
-	if o, ok := s.ours[Key{gr, ns, name}]; ok {
-		return o, true, nil
-	}
-	if _, theirs := s.all[Key{gr, ns, name}]; !theirs {
-		return nil, false, nil
-	}
-	s.reads++
-	return s.live, s.live != nil, s.err
+func (p *partialCache) Missed(context.Context, *meta.RESTMapping, string, string) (*unstructured.Unstructured, error) {
+	p.missed++
+	return p.live, p.err
 }
 
 func testClient() *kube.Client {
@@ -157,12 +149,9 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-// TestPrepareSharded: a sharded replica's caches hold its shard's
-// children whole and the other shards' as metadata: a free name is known
-// free without a read, another parent's child on another shard is refused
-// from its metadata, and only this parent's child still held by the shard
-// it came from is read live.
-func TestPrepareSharded(t *testing.T) {
+// TestPreparePartial: a sharded replica's caches hold only its shard's
+// children, so a name they miss is read live and claimed as any other.
+func TestPreparePartial(t *testing.T) {
 	parent := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e.io/v1", "kind": "P",
 		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "p-uid"}}}
 	child := func(parentAnn string, heldBy string) *unstructured.Unstructured {
@@ -173,35 +162,31 @@ func TestPrepareSharded(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		ours       bool                       // in the shard's own caches
-		theirs     *unstructured.Unstructured // another shard's child, as its metadata watch shows it
+		cached     bool // in the shard's own caches
 		live       *unstructured.Unstructured
 		err        error
-		wantReads  int
+		wantMissed int
 		wantErr    bool
 		wantExists bool
 		upToDate   bool
 	}{
-		{name: "in the shard's caches: no read", ours: true, wantExists: true, upToDate: true},
-		{name: "nowhere: free, no read"},
-		{name: "this parent's, held by the shard it came from: read, applied with the new label",
-			theirs: child("P.e.io/ns/p", "old"), live: child("P.e.io/ns/p", "old"), wantReads: 1, wantExists: true},
-		{name: "this parent's, moved to this shard since the watch saw it: nothing to write",
-			theirs: child("P.e.io/ns/p", "old"), live: child("P.e.io/ns/p", "new"), wantReads: 1, wantExists: true, upToDate: true},
-		{name: "another parent's, on another shard: refused, no read", theirs: child("P.e.io/ns/other", "old"), wantErr: true},
-		{name: "the read fails: an error, nothing applied", theirs: child("P.e.io/ns/p", "old"), err: errors.New("connection refused"), wantReads: 1, wantErr: true},
+		{name: "in the shard's caches: no read", cached: true, wantExists: true, upToDate: true},
+		{name: "nowhere: free", wantMissed: 1},
+		{name: "this parent's, held by the shard it came from: applied with the new label",
+			live: child("P.e.io/ns/p", "old"), wantMissed: 1, wantExists: true},
+		{name: "this parent's, already moved to this shard: nothing to write",
+			live: child("P.e.io/ns/p", "new"), wantMissed: 1, wantExists: true, upToDate: true},
+		{name: "another parent's, on another shard: refused", live: child("P.e.io/ns/other", "old"), wantMissed: 1, wantErr: true},
+		{name: "the read fails: an error, nothing applied", err: errors.New("connection refused"), wantMissed: 1, wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key := Key{GR: schema.GroupResource{Resource: "configmaps"}, Namespace: "ns", Name: "c"}
-			sc := &shardCache{fakeCache: fakeCache{all: map[Key]*unstructured.Unstructured{}, ours: map[Key]*unstructured.Unstructured{}},
+			pc := &partialCache{fakeCache: fakeCache{all: map[Key]*unstructured.Unstructured{}, ours: map[Key]*unstructured.Unstructured{}},
 				live: tc.live, err: tc.err}
-			if tc.ours {
-				sc.all[key] = child("P.e.io/ns/p", "new")
-				sc.ours[key] = child("P.e.io/ns/p", "new")
-			}
-			if tc.theirs != nil {
-				sc.all[key] = tc.theirs
+			if tc.cached {
+				pc.all[key] = child("P.e.io/ns/p", "new")
+				pc.ours[key] = child("P.e.io/ns/p", "new")
 			}
 			c := testClient()
 			m, err := c.Mapping(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
@@ -209,9 +194,9 @@ func TestPrepareSharded(t *testing.T) {
 				t.Fatal(err)
 			}
 			desired := child("P.e.io/ns/p", "new")
-			d, err := NewApplier(sc, nil).Prepare(t.Context(), c, m, parent, desired, ownership.Claimant{Manager: "op"})
-			if sc.reads != tc.wantReads {
-				t.Errorf("%d live reads; want %d", sc.reads, tc.wantReads)
+			d, err := NewApplier(pc, nil).Prepare(t.Context(), c, m, parent, desired, ownership.Claimant{Manager: "op"})
+			if pc.missed != tc.wantMissed {
+				t.Errorf("%d live reads; want %d", pc.missed, tc.wantMissed)
 			}
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v; want one: %v", err, tc.wantErr)

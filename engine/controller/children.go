@@ -69,11 +69,6 @@ type childWatches struct {
 
 type childWatch struct {
 	ours, others *watchHandle
-	// shards, on a sharded replica, is the metadata of the other shards'
-	// children (the operator's label, another held-by): with ours and
-	// others, every object of the resource, so that a free name is known
-	// free without a read; nil when not sharded.
-	shards *watchHandle
 	// mapping is the resource's, at the version watched: what reads a
 	// child the watch keeps as a stub.
 	mapping *meta.RESTMapping
@@ -82,7 +77,10 @@ type childWatch struct {
 	kinds map[schema.GroupKind]bool
 }
 
-var _ apply.Cache = (*childWatches)(nil)
+var (
+	_ apply.Cache   = (*childWatches)(nil)
+	_ apply.Partial = (*childWatches)(nil)
+)
 
 // kindKey is the context key of the kind a call is made for.
 type kindKey struct{}
@@ -102,11 +100,10 @@ func kindOf(ctx context.Context) schema.GroupKind {
 // Ensure implements apply.Cache.
 func (w *childWatches) Ensure(ctx context.Context, m *meta.RESTMapping) error {
 	cw := w.watch(ctx, m)
-	synced := []cache.InformerSynced{cw.ours.hasSynced, cw.others.hasSynced}
-	if cw.shards != nil {
-		synced = append(synced, cw.shards.hasSynced)
+	if cw.ours.hasSynced() && cw.others.hasSynced() {
+		return nil
 	}
-	if !waitSynced(ctx, synced...) {
+	if !waitSynced(ctx, cw.ours.hasSynced, cw.others.hasSynced) {
 		return fmt.Errorf("watch of %s has not listed its objects: %w", m.Resource.GroupResource(), reconcile.ErrNotReady)
 	}
 	return nil
@@ -159,14 +156,6 @@ func (w *childWatches) watch(ctx context.Context, m *meta.RESTMapping) *childWat
 		mapping: m,
 		kinds:   map[schema.GroupKind]bool{gk: true},
 	}
-	if w.shard != "" {
-		// Another shard's child is a name taken, whose owner Claim reads
-		// from its metadata: no GET before a new child's first apply.
-		cw.shards = w.set.acquire(w.client, watchKey{gvr: m.Resource, namespace: ns, selector: ownership.ManagedSelector(w.manager) + "," + shard.HeldByLabel + "!=" + w.shard, metadata: true},
-			nil, handler(onMetadata(func(p *metav1.PartialObjectMetadata) {
-				w.wake(apply.Key{GR: gr, Namespace: p.Namespace, Name: p.Name})
-			})))
-	}
 	w.byGR[gr] = cw
 	klog.FromContext(w.ctx).V(1).Info("Watching children", "resource", m.Resource.String(), "selector", selector)
 	return cw
@@ -188,9 +177,6 @@ func (w *childWatches) release(gk schema.GroupKind) {
 	for _, cw := range stop {
 		cw.ours.release()
 		cw.others.release()
-		if cw.shards != nil {
-			cw.shards.release()
-		}
 	}
 }
 
@@ -266,21 +252,14 @@ func (w *childWatches) Get(ctx context.Context, gr schema.GroupResource, namespa
 		return nil, false, nil
 	}
 	o, exists, err := cw.ours.informer().GetIndexer().GetByKey(objectKey(namespace, name))
-	if err != nil {
+	if err != nil || !exists {
 		return nil, false, err
 	}
-	if !exists {
-		// Another shard's child (a parent handed over before its
-		// children): read whole, as a stub is.
-		if cw.shards == nil {
-			return nil, false, nil
-		}
-		if _, theirs, _ := cw.shards.informer().GetIndexer().GetByKey(objectKey(namespace, name)); !theirs {
-			return nil, false, nil
-		}
-	} else if c, ok := o.(*cached.Object); !ok {
+	c, ok := o.(*cached.Object)
+	if !ok {
 		return nil, false, nil
-	} else if !c.Stubbed() {
+	}
+	if !c.Stubbed() {
 		u, err := c.Object()
 		return u, err == nil, err
 	}
@@ -318,16 +297,26 @@ func (w *childWatches) Occupant(gr schema.GroupResource, namespace, name string)
 	if cw == nil {
 		return nil, false
 	}
-	for _, h := range []*watchHandle{cw.shards, cw.others} {
-		if h == nil {
-			continue
-		}
-		if o, exists, err := h.informer().GetIndexer().GetByKey(objectKey(namespace, name)); err == nil && exists {
-			m, ok := o.(metav1.Object)
-			return m, ok
-		}
+	o, exists, err := cw.others.informer().GetIndexer().GetByKey(objectKey(namespace, name))
+	if err != nil || !exists {
+		return nil, false
 	}
-	return nil, false
+	m, ok := o.(metav1.Object)
+	return m, ok
+}
+
+// Missed implements apply.Partial: complete caches (not sharded) miss
+// nothing; a sharded replica's miss may be another shard's child, read
+// live as the operator, as the watches are.
+func (w *childWatches) Missed(ctx context.Context, m *meta.RESTMapping, namespace, name string) (*unstructured.Unstructured, error) {
+	if w.shard == "" {
+		return nil, nil
+	}
+	live, err := w.client.Get(ctx, m, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return live, err
 }
 
 // moveChildren labels the children of the parent with parentUID that

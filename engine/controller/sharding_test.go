@@ -1,23 +1,18 @@
 package controller
 
 import (
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/shard"
 )
 
@@ -157,50 +152,5 @@ func TestShardStateRemember(t *testing.T) {
 				t.Errorf("%d entries kept", got)
 			}
 		})
-	}
-}
-
-// TestShardedChildrenWithoutReads: a shard knows a name free, or taken by
-// another shard's child, from its watches (the other shards' children's
-// metadata): a new child is applied with no GET before it, and a child
-// whose name another shard's child of another parent holds is refused
-// from that child's metadata, with no GET either.
-func TestShardedChildrenWithoutReads(t *testing.T) {
-	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "w2-config", "namespace": "ns", "uid": "cm-b", "resourceVersion": "7",
-			"labels":      map[string]any{ownership.LabelManagedBy: "op", shard.HeldByLabel: "b", ownership.LabelParentUID: "uid-elsewhere"},
-			"annotations": map[string]any{ownership.AnnotationParent: "Widget.e.io/ns/elsewhere"}},
-		"data": map[string]any{"size": "9"}}}
-	f := newFakeCluster(t, labelled(widget("ns", "w1", 3), "a"), labelled(widget("ns", "w2", 4), "a"), theirs)
-	var mu sync.Mutex
-	gets := 0
-	f.dyn.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		gets++
-		mu.Unlock()
-		return false, nil, nil
-	})
-	m, ctx := newTestManager(t, f, Options{Sharding: &Sharding{ID: "a", Members: ringOf(t, "a"), Sharder: make(chan struct{})}})
-	if err := m.SyncFolders(ctx, fakeFolders{loadWidget(t)}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "w1's child applied", func() bool { return f.get(configMapsGVR, "ns", "w1-config") != nil })
-	eventually(t, "w2 refused its child's name", func() bool {
-		w2 := f.get(widgetGVR, "ns", "w2")
-		conds, _, _ := unstructured.NestedSlice(w2.Object, "status", "conditions")
-		for _, c := range conds {
-			if c := c.(map[string]any); c["type"] == "Ready" && c["status"] == "False" && strings.Contains(fmt.Sprint(c["message"]), "elsewhere") {
-				return true
-			}
-		}
-		return false
-	})
-	if cm := f.get(configMapsGVR, "ns", "w2-config"); cm.GetUID() != "cm-b" || cm.GetLabels()[shard.HeldByLabel] != "b" {
-		t.Errorf("the other shard's child was taken over: %v", cm.GetLabels())
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if gets != 0 {
-		t.Errorf("%d GETs of ConfigMaps, want 0: the watches tell a free name and another shard's child", gets)
 	}
 }
