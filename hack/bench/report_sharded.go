@@ -97,7 +97,7 @@ func shardedMarkdown(rep *report, k benchapp.Kind) []byte {
 	w("started one after the other once the N BenchApps exist. The ring is named after the field manager (`operator`, the default), ")
 	w("its Leases in `%s`, with the default Lease durations (15 s, renewed within 10 s, retried every 2 s). ", systemNamespace)
 	w("One replica is elected sharder and labels every BenchApp `shard.tmplop.io/shard=<id>`; each replica watches only its own objects ")
-	w("and its own children (`shard.tmplop.io/held-by=<id>`), with the other shards' children as ownership stubs (metadata), so that a new child's name is known free without a read.\n")
+	w("and its own children (`shard.tmplop.io/held-by=<id>`), and reads a child live (GET) before its first apply of it.\n")
 	w("- **Convergence**: as for one replica, from the first replica's start until every BenchApp has `status.observedGeneration == metadata.generation` ")
 	w("and `Reconciled=True`, as seen by a watch of the bench's.\n")
 	w("- **Requests**: kube-apiserver's `/metrics` before the first start and after convergence. All the replicas authenticate as the same ")
