@@ -380,7 +380,10 @@ func (c *kindController) reconcileKey(ctx context.Context, key cache.ObjectName)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("namespace", key.Namespace, "name", key.Name))
 	r, err := c.reconcilerFor(ctx, u)
 	if err != nil {
-		return res, fmt.Errorf("the revision the kind's rollout gives %s: %w", key, err)
+		// Reported on the object by the folder's reconciler, which has the
+		// kind's client and recorder: the object's condition and Event say
+		// why it is not reconciled, and its children stay as they are.
+		return res, c.reconciler.RevisionUnavailable(ctx, u, fmt.Errorf("the revision the kind's rollout gives it: %w", err))
 	}
 	return r.Reconcile(ctx, u)
 }

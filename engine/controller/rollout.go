@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/tmplop/operator/engine/cached"
 	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/reconcile"
+	"github.com/tmplop/operator/engine/requeue"
 	"github.com/tmplop/operator/engine/revision"
 	"github.com/tmplop/operator/engine/rollout"
 )
@@ -381,33 +383,52 @@ func (c *kindController) reconcilerFor(ctx context.Context, o metav1.Object) (*r
 	return s.reconcilerOf(ctx, ref)
 }
 
+// revisionRetry is when an object whose revision cannot be served (a
+// record edited by hand, files that do not compile) is tried again: the
+// same record fails the same way, but an undo or a new folder may give the
+// object another revision meanwhile.
+const revisionRetry = time.Minute
+
 // reconcilerOf compiles revision ref's folder from its record, once. The
 // record's files must be the ones its fingerprint and name say: a record
-// edited by hand is refused, not rendered.
+// edited by hand is refused, not rendered. A failure that retrying soon
+// cannot help is marked terminal (engine/requeue), to be tried again after
+// revisionRetry; a failed read of the records is retried with backoff.
 func (s *staged) reconcilerOf(ctx context.Context, ref rollout.Ref) (*reconcile.Reconciler, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.reconcilers[ref.Number]; r != nil {
 		return r, nil
 	}
+	permanent := func(err error) error {
+		return requeue.With(err, requeue.Mark{Terminal: true, After: revisionRetry})
+	}
 	rec, err := s.c.revisions.Record(ctx, s.gr, ref.Record)
 	if err != nil {
-		return nil, fmt.Errorf("revision %d: %w", ref.Number, err)
+		err = fmt.Errorf("revision %d: %w", ref.Number, err)
+		if st := apierrors.APIStatus(nil); !errors.As(err, &st) {
+			err = permanent(err) // no such record
+		}
+		return nil, err
 	}
 	files, err := revision.Verified(rec, s.gr, s.c.revisions.Manager())
 	if err != nil {
-		return nil, fmt.Errorf("revision %d: %w", ref.Number, err)
+		return nil, permanent(fmt.Errorf("revision %d: %w", ref.Number, err))
 	}
 	k, err := catalog.Compile(s.c.kind.Name, fmt.Sprintf("%s@revision-%d", s.c.kind.Dir, ref.Number), files)
 	if err != nil {
-		return nil, fmt.Errorf("revision %d of the folder does not compile: %w", ref.Number, err)
+		return nil, permanent(fmt.Errorf("revision %d of the folder does not compile: %w", ref.Number, err))
 	}
 	if k.GVK != s.c.kind.GVK {
-		return nil, fmt.Errorf("revision %d serves %s, not %s: a change of the watched kind cannot roll out in steps", ref.Number, k.GVK, s.c.kind.GVK)
+		return nil, permanent(fmt.Errorf("revision %d serves %s, not %s: a change of the watched kind cannot roll out in steps", ref.Number, k.GVK, s.c.kind.GVK))
 	}
 	r, err := s.c.newReconciler(ctx, k)
 	if err != nil {
-		return nil, fmt.Errorf("revision %d's identity: %w", ref.Number, err)
+		err = fmt.Errorf("revision %d's identity: %w", ref.Number, err)
+		if _, refused := errors.AsType[*AgreementError](err); refused {
+			err = permanent(err)
+		}
+		return nil, err
 	}
 	if k.RecordsRevision() {
 		r.Revision = ref.Number

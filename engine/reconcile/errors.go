@@ -101,4 +101,13 @@ func (r *Reconciler) fail(ctx context.Context, obj *unstructured.Unstructured, e
 	return err
 }
 
+// RevisionUnavailable reports on obj, as any failed reconcile, that the
+// revision of the folder its kind's rollout gives it cannot be served
+// (engine/controller compiles an older revision from its record): nothing
+// is rendered or applied, so its children stay as the last good revision
+// left them. err's mark, if any, says whether retrying soon can help.
+func (r *Reconciler) RevisionUnavailable(ctx context.Context, obj *unstructured.Unstructured, err error) error {
+	return r.fail(ctx, obj, failed(status.ReasonRevisionUnavailable, err))
+}
+
 func containsPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }

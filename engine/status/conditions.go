@@ -71,6 +71,11 @@ const (
 	ReasonNonDeterministic = "NonDeterministic"
 	ReasonApplyFailed      = "ApplyFailed"
 	ReasonStatusFailed     = "StatusFailed"
+	// ReasonRevisionUnavailable: the revision of the folder the kind's
+	// rollout gives the object cannot be served (its record gone or edited
+	// by hand, its files not compiling, its account not agreed to):
+	// nothing is applied, its children stay as they are.
+	ReasonRevisionUnavailable = "RevisionUnavailable"
 )
 
 // Reasons of the Suspended and Drifted conditions.
