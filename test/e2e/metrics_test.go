@@ -209,18 +209,10 @@ func TestReady(t *testing.T) {
 		t.Fatalf("/readyz with no kind: %d %q %v, want 200", code, body, err)
 	}
 
-	dir := filepath.Join(root, "probe")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{
+	harness.WriteFolder(t, filepath.Join(root, "probe"), map[string]string{
 		"kind.yaml":      "apiVersion: ready.e2e.tmplop.io/v1\nkind: Probe\n",
 		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name }}\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	if err := m.Sync(ctx, root); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package safety
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,14 +61,7 @@ func TestRevisions(t *testing.T) {
 			"kind.yaml":      "apiVersion: safety.tmplop.io/v1\nkind: Revisioned\nplural: revisioneds\nrevisionHistoryLimit: 2\nspec:\n  value: string\n",
 			"configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name | quote }}\ndata:\n  value: {{ .Spec.value | quote }}\n  folder: \"v%d\"\n", version),
 		}
-		if err := os.MkdirAll(folder, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range files {
-			if err := os.WriteFile(filepath.Join(folder, name), []byte(data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		harness.WriteFolder(t, folder, files)
 	}
 	p, kubeconfig := procProxy(t)
 	run := func() *harness.Operator {

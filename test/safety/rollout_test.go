@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -94,17 +93,7 @@ spec:
       containers: [{name: app, image: "example.invalid/app:broken"}]
 `
 		}
-		if err := os.RemoveAll(folder); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(folder, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range files {
-			if err := os.WriteFile(filepath.Join(folder, name), []byte(data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		harness.WriteFolder(t, folder, files)
 	}
 	p, kubeconfig := procProxy(t)
 	run := func() *harness.Operator {

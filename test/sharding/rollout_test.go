@@ -3,7 +3,6 @@ package sharding
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/tmplop/operator/engine/rollout"
 	"github.com/tmplop/operator/internal/testsupport/rollouttest"
 	"github.com/tmplop/operator/test/cluster"
+	"github.com/tmplop/operator/test/harness"
 )
 
 // TestShardedRollout: with --sharding, a kind's rollout in steps holds
@@ -35,11 +35,7 @@ func TestShardedRollout(t *testing.T) {
 	templates := t.TempDir()
 	write := func(version int) {
 		t.Helper()
-		dir := filepath.Join(templates, "rolly")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		files := map[string]string{
+		harness.WriteFolder(t, filepath.Join(templates, "rolly"), map[string]string{
 			"kind.yaml": `apiVersion: sharding.tmplop.io/v1
 kind: Rolly
 plural: rollies
@@ -55,12 +51,7 @@ readyWhen:
     expression: '{{ ne (dig "metadata" "annotations" "test.tmplop.io/hold" "" .) "true" }}'
 `,
 			"configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Name | quote }}\ndata:\n  folder: \"v%d\"\n", version),
-		}
-		for name, data := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		})
 	}
 	g := newRing(t, "sharding-rollout")
 	g.templates, g.extra = templates, []string{"--install-crds"}
