@@ -21,14 +21,18 @@ import (
 )
 
 type benchFlags struct {
-	kind    benchapp.Kind
-	ns      []int
-	runs    int
-	rest    time.Duration
-	edits   int
-	out     string
-	render  string
-	profile string
+	kind   benchapp.Kind
+	ns     []int
+	runs   int
+	rest   time.Duration
+	edits  int
+	out    string
+	render string
+	// files is -files: the base name of the report's files in out
+	// (default the kind's Files); filesSet says it was given.
+	files    string
+	filesSet bool
+	profile  string
 	// memProfile is -mem-profile.
 	memProfile string
 	// shards is -shards: K ≥ 2 replicas as the shards of one ring, cold
@@ -73,13 +77,27 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.IntVar(&f.shards, "shards", 0, "also run the operator as this many replicas, the shards of one ring (run --sharding), cold only, after each operator run on a fresh control plane, and write <report>-sharded.{md,json} (0: not; at least 2)")
 	fs.BoolVar(&f.controller, "controller", false, "also run a hand-written controller for the BenchApp (cmd/controller, built by the bench: informers, a work queue, listers; the limit's writes), cold only, after each operator run on a fresh control plane")
 	fs.BoolVar(&f.conversion, "conversion", false, "measure the CRD conversion webhook instead: per N a LIST of N objects at the version the API server converts, through the operator's webhook and through conversion None (interleaved, -runs each), the render of the conversions in-process and the operator's peak RSS; writes benchmarks-conversion.{md,json}")
-	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind names the files)")
+	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind and files name the files)")
+	fs.StringVar(&f.files, "files", "", "the base name of the report's files in -out (default the kind's: benchmarks, benchmarks-chart), e.g. benchmarks-30k for benchmarks-30k.{md,json,png}; stored in the report, so that -render writes the same files; with -render it renames them")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.filesSet = f.filesSet || fl.Name == "files" })
 	var err error
 	if f.kind, err = benchapp.KindNamed(*kind); err != nil {
 		return f, err
+	}
+	if !f.filesSet {
+		f.files = f.kind.Files
+	}
+	// With -render the report's kind is the JSON's, known once read.
+	if f.render == "" {
+		if err := checkFiles(f.kind, f.files); err != nil {
+			return f, err
+		}
+	}
+	if f.conversion && f.filesSet {
+		return f, fmt.Errorf("-files: not with -conversion, which writes %s.{md,json}", convFiles)
 	}
 	for s := range strings.SplitSeq(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -113,7 +131,11 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 		return runConversionBench(ctx, f, args, log)
 	}
 	if f.render != "" {
-		return rerender(f.render, f.out)
+		files := ""
+		if f.filesSet {
+			files = f.files
+		}
+		return rerender(f.render, f.out, files)
 	}
 	work, err := os.MkdirTemp("", "tmplop-bench-")
 	if err != nil {
@@ -127,13 +149,7 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	if f.clients, err = buildClients(ctx, filepath.Join(work, "bin"), names...); err != nil {
 		return err
 	}
-	rep := &report{
-		Date: time.Now().UTC().Format(time.RFC3339),
-		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.Name, Runs: f.runs,
-			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
-			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.Templates, "<service account kubeconfig>"), " "),
-			Shards: f.shards, Controller: f.controller},
-	}
+	rep := newReport(f, args, time.Now())
 	for _, n := range f.ns {
 		fmt.Fprintf(log, "bench: N=%d\n", n)
 		res, m, err := benchN(ctx, f, n, filepath.Join(work, fmt.Sprintf("n%d", n)), log)
@@ -152,9 +168,10 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 	if err := writeReport(f.out, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.Files+".{md,json,png}"))
+	k := reportKind(f.kind, rep)
+	fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, k.Files+".{md,json,png}"))
 	if hasSharded(rep) {
-		fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, f.kind.ShardedFiles()+".{md,json}"))
+		fmt.Fprintf(log, "bench: wrote %s\n", filepath.Join(f.out, k.ShardedFiles()+".{md,json}"))
 	}
 	for _, r := range rep.Runs {
 		if r.Error != "" {
@@ -162,6 +179,18 @@ func runBench(ctx context.Context, args []string, log io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// newReport is the report of a run with flags f (from args) started at
+// now, without its runs yet.
+func newReport(f benchFlags, args []string, now time.Time) *report {
+	return &report{
+		Date: now.UTC().Format(time.RFC3339),
+		Settings: settings{Command: strings.Join(append([]string{"go run ."}, args...), " "), Kind: f.kind.Name, Runs: f.runs,
+			RestSeconds: f.rest.Seconds(), Edits: f.edits, BenchConcurrency: createConcurrency,
+			LimitWorkers: limitWorkers, OperatorArgs: strings.Join(operatorArgs(f.kind.Templates, "<service account kubeconfig>"), " "),
+			Shards: f.shards, Controller: f.controller, Files: f.files},
+	}
 }
 
 // benchN measures the limit and the operator -runs times each, interleaved
@@ -295,9 +324,11 @@ func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
 }
 
-// rerender writes the report of an earlier run again, from its JSON: from
-// a <kind's files>-sharded.json the sharded report only.
-func rerender(path, out string) error {
+// rerender writes the report of an earlier run again, from its JSON, under
+// the files name it holds or, if files is not empty, under files (which
+// the report then holds); from a <files>-sharded.json the sharded report
+// only.
+func rerender(path, out, files string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("render: %w", err)
@@ -306,13 +337,20 @@ func rerender(path, out string) error {
 	if err != nil {
 		return fmt.Errorf("render: decode %s: %w", path, err)
 	}
-	k, err := benchapp.KindNamed(rep.Settings.Kind)
+	base, err := benchapp.KindNamed(rep.Settings.Kind)
 	if err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	// The sharded report's JSON is the whole run's: rendered, it writes
 	// the sharded report alone, not over the main one.
-	if filepath.Base(path) == k.ShardedFiles()+".json" {
+	sharded := filepath.Base(path) == reportKind(base, rep).ShardedFiles()+".json"
+	if files != "" {
+		rep.Settings.Files = files
+	}
+	if err := checkFiles(base, reportKind(base, rep).Files); err != nil {
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	if sharded {
 		return writeShardedReport(out, rep)
 	}
 	return writeReport(out, rep)

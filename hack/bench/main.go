@@ -32,6 +32,21 @@
 //
 //	go run . -n 1000 -controller -out /tmp/bench-controller
 //
+// With -files NAME the report's files are NAME.{md,json,png} (NAME is the
+// kind's files or that, a dash and a name), and the JSON keeps NAME, so
+// that -render writes them again; a run at N=30,000 (about an hour on two
+// cores) writes beside the report of 1,000 and 10,000:
+//
+//	go run . -kind folder -n 30000 -runs 1 -controller -edits 20 -files benchmarks-30k -out ../../docs
+//
+// The folder's report has a section "How the cost grows with N": per
+// object, the memory and CPU of each client at each N of every folder
+// report in -out (benchmarks.json, benchmarks-*.json; for an N in two, the
+// newer), and the slope between consecutive N, plotted in
+// benchmarks-growth.png. A report written before its sibling does not
+// know it: render it again (go run . -render ../../docs/benchmarks.json
+// -out ../../docs) to see the other's N.
+//
 // With -conversion it measures the CRD conversion webhook instead (a LIST
 // of N objects at the version the API server converts, through the
 // operator's webhook and through conversion None; the writes that convert;

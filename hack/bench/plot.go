@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"slices"
 
@@ -16,7 +17,9 @@ import (
 var (
 	operatorColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 	limitColor    = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	goalColor     = color.Gray{Y: 0x80}
+	// controllerColor is the hand-written controller's.
+	controllerColor = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	goalColor       = color.Gray{Y: 0x80}
 )
 
 // writePlot draws two panels against N, operator and limit in each:
@@ -48,6 +51,11 @@ func writePlot(path string, rep *report) error {
 	canvases := plot.Align(plots, tiles, dc)
 	conv.Draw(canvases[0][0])
 	mem.Draw(canvases[0][1])
+	return writePNG(path, img)
+}
+
+// writePNG writes img into path.
+func writePNG(path string, img *vgimg.Canvas) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write plot: %w", err)
@@ -60,6 +68,69 @@ func writePlot(path string, rep *report) error {
 		return fmt.Errorf("write plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeGrowthPlot draws the growth section's figures against N, one line
+// per client that ran: anonymous RSS per object and CPU per object, N on
+// a log axis (the sizes are 1,000, 10,000, 30,000), ticks at each N.
+func writeGrowthPlot(path string, g *growth) error {
+	anon, err := growthPanel("Anonymous RSS per object, cold", "bytes", g, func(f growthFigures) float64 { return f.anon })
+	if err != nil {
+		return err
+	}
+	cpu, err := growthPanel("CPU time per object, cold", "ms", g, func(f growthFigures) float64 { return 1000 * f.cpu })
+	if err != nil {
+		return err
+	}
+	img := vgimg.NewWith(vgimg.UseWH(10*vg.Inch, 4*vg.Inch), vgimg.UseBackgroundColor(color.White))
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	canvases := plot.Align([][]*plot.Plot{{anon, cpu}}, tiles, draw.New(img))
+	anon.Draw(canvases[0][0])
+	cpu.Draw(canvases[0][1])
+	return writePNG(path, img)
+}
+
+// growthPanel plots total / N of each client against N (the medians of
+// the growth rows).
+func growthPanel(title, unit string, g *growth, total func(growthFigures) float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title + " (median of the cold runs)"
+	p.X.Label.Text = "objects (N, log scale)"
+	p.Y.Label.Text = unit
+	p.X.Scale = plot.LogScale{}
+	var ticks []plot.Tick
+	for _, r := range g.rows {
+		ticks = append(ticks, plot.Tick{Value: float64(r.n), Label: thousands(int64(r.n))})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Legend.Top, p.Legend.Left = true, true
+	colors := []color.Color{operatorColor, controllerColor, limitColor} // by growthClients
+	for _, i := range g.ran() {
+		var pts plotter.XYs
+		for _, r := range g.rows {
+			f := r.clients[i]
+			if v := total(f); f.runs > 0 && !math.IsNaN(v) {
+				pts = append(pts, plotter.XY{X: float64(r.n), Y: v / float64(r.n)})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s of the %s: %w", title, growthClients[i].name, err)
+		}
+		line.Color, points.Color = colors[i], colors[i]
+		points.Shape = draw.CircleGlyph{}
+		points.Radius = vg.Points(3)
+		p.Add(line, points)
+		p.Legend.Add(growthClients[i].name, line, points)
+	}
+	// A log axis cannot start at zero: some room either side of the Ns.
+	p.X.Min, p.X.Max = float64(g.rows[0].n)/1.5, float64(g.rows[len(g.rows)-1].n)*1.5
+	p.Y.Min = 0
+	p.Y.Max *= 1.3
+	return p, nil
 }
 
 // panel plots value over the cold runs of the operator and of the limit

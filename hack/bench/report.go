@@ -13,14 +13,52 @@ import (
 	"github.com/tmplop/operator/hack/bench/internal/benchapp"
 )
 
+// reportKind is k with the files of rep: its -files, if it has one.
+func reportKind(k benchapp.Kind, rep *report) benchapp.Kind {
+	if rep.Settings.Files != "" {
+		k.Files = rep.Settings.Files
+	}
+	return k
+}
+
+// checkFiles refuses a -files name that is not a plain file name, that
+// would write over another report's files, or that the growth section
+// would not find: it is k's Files or k's Files, a dash and a name.
+func checkFiles(k benchapp.Kind, files string) error {
+	if files == k.Files {
+		return nil
+	}
+	if files == "" || files != filepath.Base(files) || strings.HasPrefix(files, ".") || strings.ContainsAny(files, `/\ `) {
+		return fmt.Errorf("-files: %q is not a plain file name", files)
+	}
+	if !strings.HasPrefix(files, k.Files+"-") {
+		return fmt.Errorf("-files: %q is not %s or %s-<name>: the growth section finds the %s kind's reports by that name", files, k.Files, k.Files, k.Name)
+	}
+	for _, suffix := range []string{"-sharded", growthSuffix} {
+		if strings.HasSuffix(files, suffix) {
+			return fmt.Errorf("-files: %q ends in %s, the name of another report's files", files, suffix)
+		}
+	}
+	if otherKindFiles(k, files) {
+		return fmt.Errorf("-files: %q is a name of another kind's files", files)
+	}
+	if files == convFiles {
+		return fmt.Errorf("-files: %q is the conversion report's", files)
+	}
+	return nil
+}
+
 // writeReport writes the report of rep's kind into dir: benchmarks.md,
-// .json and .png for the folder, benchmarks-chart.* for the chart; and,
-// if it has sharded runs, the sharded report (benchmarks-sharded.*).
+// .json and .png for the folder, benchmarks-chart.* for the chart, or
+// the files -files named; the growth plot (benchmarks-growth.png) when
+// the folder's reports there know two N or more; and, if it has sharded
+// runs, the sharded report (benchmarks-sharded.*).
 func writeReport(dir string, rep *report) error {
-	k, err := benchapp.KindNamed(rep.Settings.Kind)
+	base, err := benchapp.KindNamed(rep.Settings.Kind)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	k := reportKind(base, rep)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
@@ -28,19 +66,30 @@ func writeReport(dir string, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	// The figures first: nothing after can lose them.
+	path := filepath.Join(dir, k.Files)
+	if err := os.WriteFile(path+".json", append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
 	others, err := siblingReports(dir, k)
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	base := filepath.Join(dir, k.Files)
-	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+	var g *growth
+	if k.Chart == nil {
+		siblings, leftOut := growthSiblings(dir, base, k.Files)
+		g = collectGrowth(growthSource{files: k.Files, rep: rep}, siblings, leftOut)
+	}
+	if err := os.WriteFile(path+".md", markdown(rep, k, g, others...), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if err := os.WriteFile(base+".md", markdown(rep, k, others...), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := writePlot(base+".png", rep); err != nil {
+	if err := writePlot(path+".png", rep); err != nil {
 		return err
+	}
+	if g != nil && len(g.rows) > 1 {
+		if err := writeGrowthPlot(filepath.Join(dir, base.Files+growthSuffix+".png"), g); err != nil {
+			return err
+		}
 	}
 	if hasSharded(rep) {
 		return writeShardedReport(dir, rep)
@@ -70,15 +119,13 @@ func goalRSS(n int) (int64, bool) {
 	return 0, false
 }
 
-// markdown is rep's report; others are the other kinds' reports, shown
-// beside it in the summary table.
-func markdown(rep *report, k benchapp.Kind, others ...*report) []byte {
+// markdown is rep's report; g, if not nil, is the growth section's rows
+// (the folder's); others are the other kinds' reports, shown beside it in
+// the summary table.
+func markdown(rep *report, k benchapp.Kind, g *growth, others ...*report) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	date := rep.Date
-	if t, err := time.Parse(time.RFC3339, rep.Date); err == nil {
-		date = t.Format("2006-01-02 15:04 MST")
-	}
+	date := reportDate(rep)
 	m := rep.Machine
 	if k.Chart == nil {
 		w("# Benchmarks\n\n")
@@ -109,6 +156,12 @@ func markdown(rep *report, k benchapp.Kind, others ...*report) []byte {
 		}
 	}
 	summaryTable(w, all)
+	if g != nil {
+		base, err := benchapp.KindNamed(rep.Settings.Kind)
+		if err == nil {
+			growthSection(w, g, base.Files+growthSuffix)
+		}
+	}
 	w("## Machine\n\n")
 	w("- %d cores", m.Cores)
 	if m.CPU != "" {

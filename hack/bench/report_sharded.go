@@ -19,12 +19,13 @@ func hasSharded(rep *report) bool {
 
 // writeShardedReport writes the sharded report of rep's kind into dir:
 // benchmarks-sharded.md and .json (benchmarks-chart-sharded.* for the
-// chart). Its JSON is the whole run's, the same as the main report's.
+// chart, <files>-sharded.* with -files). Its JSON is the whole run's, the same as the main report's.
 func writeShardedReport(dir string, rep *report) error {
-	k, err := benchapp.KindNamed(rep.Settings.Kind)
+	base, err := benchapp.KindNamed(rep.Settings.Kind)
 	if err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
+	k := reportKind(base, rep)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
@@ -32,11 +33,11 @@ func writeShardedReport(dir string, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
-	base := filepath.Join(dir, k.ShardedFiles())
-	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+	path := filepath.Join(dir, k.ShardedFiles())
+	if err := os.WriteFile(path+".json", append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
-	if err := os.WriteFile(base+".md", shardedMarkdown(rep, k), 0o644); err != nil {
+	if err := os.WriteFile(path+".md", shardedMarkdown(rep, k), 0o644); err != nil {
 		return fmt.Errorf("write sharded report: %w", err)
 	}
 	return nil

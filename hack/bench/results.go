@@ -35,6 +35,9 @@ type settings struct {
 	// Controller is -controller: the hand-written controller ran, cold
 	// only, after each operator run.
 	Controller bool `json:"controller,omitempty"`
+	// Files is -files: the base name of the report's files in -out
+	// (empty, in a report from before the flag: the kind's Files).
+	Files string `json:"files,omitempty"`
 }
 
 // runResult is one N: each client's cold runs, interleaved limit,

@@ -67,7 +67,7 @@ func TestRenderOldReport(t *testing.T) {
 		t.Fatalf("decoded runs: %d operator, %d limit, legacy %v %v, settings.runs %d; want one of each in the slices",
 			len(r.Operators), len(r.Limits), r.Operator, r.Limit, rep.Settings.Runs)
 	}
-	md := string(markdown(rep, benchapp.Kinds[0]))
+	md := string(markdown(rep, benchapp.Kinds[0], nil))
 	for _, want := range []string{
 		"| cold convergence, all N objects (s) | ≤ 1.05× limit ❌ not met | 7.78 | 6.73 | 1.16× |",
 		"| CPU time of the process, cold (s) | ≤ 1.2× limit ❌ not met | 2.43 | 1.32 | 1.84× |",
@@ -111,7 +111,7 @@ func TestRenderRuns(t *testing.T) {
 	}}}
 	last := rep.Runs[0].Operators[2]
 	last.Rest = &phase{}
-	md := string(markdown(rep, benchapp.Kinds[0]))
+	md := string(markdown(rep, benchapp.Kinds[0], nil))
 	for _, want := range []string{
 		"### Cold start: median of 3 runs (least–greatest)",
 		"| cold convergence, all N objects (s) | ≤ 1.05× limit ❌ not met | 16.90 (16.60–17.60) | 14.70 (14.50–16.70) | 1.15× |",
@@ -200,7 +200,7 @@ func TestRenderControllerRuns(t *testing.T) {
 			r := run
 			r.Controllers = tc.controllers
 			rep := &report{Settings: settings{Runs: 3, RestSeconds: 60, Controller: tc.controllers != nil}, Runs: []runResult{r}}
-			md := string(markdown(rep, benchapp.Kinds[0]))
+			md := string(markdown(rep, benchapp.Kinds[0], nil))
 			for _, want := range tc.want {
 				if !strings.Contains(md, want) {
 					t.Errorf("the markdown has no line %q:\n%s", want, md)

@@ -272,7 +272,7 @@ func TestWriteShardedReport(t *testing.T) {
 			// Rendered again from the sharded JSON: the sharded report
 			// alone, the same.
 			out := t.TempDir()
-			if err := rerender(filepath.Join(dir, "benchmarks-sharded.json"), out); err != nil {
+			if err := rerender(filepath.Join(dir, "benchmarks-sharded.json"), out, ""); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(filepath.Join(out, "benchmarks.md")); err == nil {

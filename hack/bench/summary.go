@@ -46,17 +46,18 @@ func summaryTable(w func(string, ...any), reps []*report) {
 	w("| kind | N | runs | cold operator / limit (s) | time ratio | CPU operator / limit (s) | CPU ratio | peak RSS operator / limit (MiB) | of which the operator's file pages (MiB) | anonymous per object, operator / limit (bytes) | requests per object |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, rep := range reps {
-		k, err := benchapp.KindNamed(rep.Settings.Kind)
+		base, err := benchapp.KindNamed(rep.Settings.Kind)
 		if err != nil {
 			continue
 		}
+		k := reportKind(base, rep)
 		for _, r := range rep.Runs {
 			ops, lims := coldRuns(r.Operators), coldRuns(r.Limits)
 			if len(ops) == 0 || len(lims) == 0 {
 				continue
 			}
 			n := float64(r.N)
-			med := func(runs []*subject, f func(*subject) float64) float64 { return spreadOf(runs, f).Median }
+			med := medianOf
 			cold := func(s *subject) float64 { return s.ColdSeconds }
 			cpu := func(s *subject) float64 { return s.ColdCPUSeconds }
 			rss := func(s *subject) float64 { return mib(s.PeakRSSBytes) }
@@ -82,6 +83,11 @@ func summaryTable(w func(string, ...any), reps []*report) {
 		}
 	}
 	w("\n")
+}
+
+// medianOf is the median of figure over runs, 0 for none.
+func medianOf(runs []*subject, figure func(*subject) float64) float64 {
+	return spreadOf(runs, figure).Median
 }
 
 // verdictMark is a goal's verdict in a table cell.

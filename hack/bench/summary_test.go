@@ -26,7 +26,7 @@ func TestSummaryTable(t *testing.T) {
 	if err := writeReport(dir, chart); err != nil {
 		t.Fatal(err)
 	}
-	md := string(markdown(folder, benchapp.Kinds[0], mustSiblings(t, dir)...))
+	md := string(markdown(folder, benchapp.Kinds[0], nil, mustSiblings(t, dir)...))
 	for _, want := range []string{
 		// The medians: 10.5 / 11 s is within 1.05×, 2.6 / 2.2 s of CPU is 1.18×, 47 MiB under 48.
 		"| [folder](benchmarks.md) | 1000 | 3 | 10.50 / 11.00 | ✅ 0.95× | 2.60 / 2.20 | ✅ 1.18× | ✅ 47.0 / 40.0 | 33.0 | 14680 / 8389 | ✅ 3.010 |",
