@@ -94,15 +94,29 @@ fmt:
 ## BENCH_KIND=chart measures the BenchApp served by a Helm chart
 ## (docs/benchmarks-chart.md). Each report's summary table shows the other
 ## kind's rows from its report in docs/ (rewrite one with go run . -render).
-## BENCH_FLAGS=-controller also runs a hand-written controller for the
-## BenchApp (informers, work queue, listers; hack/bench/internal/controller) in
-## the same interleaved turns, cold only: half as long again.
+## BENCH_FLAGS=-controller (the default) also runs an expert's hand-written
+## controller for the BenchApp (typed informers read as protobuf, a typed
+## work queue; hack/bench/internal/controller) in the same interleaved turns,
+## cold only: half as long again; BENCH_FLAGS= leaves it out.
 BENCH_N ?= 1000,10000
 BENCH_KIND ?= folder
-BENCH_FLAGS ?=
+BENCH_FLAGS ?= -controller
 bench: cluster-bin
 	env -u KUBECONFIG $(GO) test -run '^$$' -bench . -benchmem ./engine/... ./test/examples/
 	cd hack/bench && env -u KUBECONFIG $(GO) run . -kind $(BENCH_KIND) -n $(BENCH_N) $(BENCH_FLAGS) -out ../../docs
+
+## bench-30k: how the cost grows past make bench's N: the operator, the
+## hand-written controller and the limit at BENCH_30K_N objects, one cold
+## run each on a fresh control plane, then the operator's and the limit's
+## later phases without the burst (about an hour on 2 cores); writes
+## docs/benchmarks-30k.{md,json,png}, then renders docs/benchmarks.md again so
+## that its table "How the cost grows with N" and docs/benchmarks-growth.png
+## have this N beside make bench's (docs/performance.md).
+BENCH_30K_N ?= 30000
+.PHONY: bench-30k
+bench-30k: cluster-bin
+	cd hack/bench && env -u KUBECONFIG $(GO) run . -kind folder -n $(BENCH_30K_N) -runs 1 -controller -edits 20 -burst=false -files benchmarks-30k -out ../../docs
+	test ! -f docs/benchmarks.json || { cd hack/bench && $(GO) run . -render ../../docs/benchmarks.json -out ../../docs; }
 
 ## bench-conversion: the CRD conversion webhook of a kind of two versions on
 ## the local control plane (hack/bench -conversion, about 5 minutes): a LIST

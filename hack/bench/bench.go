@@ -41,6 +41,9 @@ type benchFlags struct {
 	// controller is -controller: the hand-written controller too, cold
 	// only, after each operator run.
 	controller bool
+	// burst is -burst: the later phases end with a change of all N
+	// objects at once.
+	burst bool
 	// conversion is -conversion: the conversion webhook's mode alone
 	// (conversion.go).
 	conversion bool
@@ -75,6 +78,7 @@ func parseBenchFlags(args []string) (benchFlags, error) {
 	fs.StringVar(&f.profile, "cpu-profile", "", "write a Go CPU profile of the operator's last cold run (cold start and rest) to this file, suffixed with N")
 	fs.StringVar(&f.memProfile, "mem-profile", "", "write a Go heap profile of the operator's last cold run, as it exits after the rest, to this file, suffixed with N")
 	fs.IntVar(&f.shards, "shards", 0, "also run the operator as this many replicas, the shards of one ring (run --sharding), cold only, after each operator run on a fresh control plane, and write <report>-sharded.{md,json} (0: not; at least 2)")
+	fs.BoolVar(&f.burst, "burst", true, "end the later phases with a change of all N objects at once (-burst=false: not, as make bench-30k, where it alone would take a quarter of an hour a client)")
 	fs.BoolVar(&f.controller, "controller", false, "also run a hand-written controller for the BenchApp (cmd/controller, built by the bench: informers, a work queue, listers; the limit's writes), cold only, after each operator run on a fresh control plane")
 	fs.BoolVar(&f.conversion, "conversion", false, "measure the CRD conversion webhook instead: per N a LIST of N objects at the version the API server converts, through the operator's webhook and through conversion None (interleaved, -runs each), the render of the conversions in-process and the operator's peak RSS; writes benchmarks-conversion.{md,json}")
 	fs.StringVar(&f.render, "render", "", "measure nothing: write the report into -out again from this .json (its kind and files name the files)")

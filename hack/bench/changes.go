@@ -52,8 +52,11 @@ func (b *bench) measureEdits(ctx context.Context, tr *tracker, ns string, n int)
 
 // measureBurst changes spec.size of all N objects at once (as fast as the
 // bench can patch, createConcurrency at a time) and times until all have
-// converged again.
+// converged again; nil with -burst=false.
 func (b *bench) measureBurst(ctx context.Context, tr *tracker, ns string, n int) (*burst, error) {
+	if !b.flags.burst {
+		return nil, nil
+	}
 	size := tr.maxSize() + 1
 	tr.goal(size)
 	mk, err := b.mark(ctx)
