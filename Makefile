@@ -88,7 +88,7 @@ fmt:
 ## limit (a minimal client doing exactly the requests the work needs) on a
 ## fresh etcd + kube-apiserver for each of BENCH_N objects (hack/bench); writes
 ## docs/benchmarks.md, .json and .png. Each client's cold run 3 times,
-## interleaved, verdicts on the medians: about 50 minutes for N=1,000 and
+## interleaved, verdicts on the medians: a bit over an hour for N=1,000 and
 ## 10,000 on 2 cores; needs the control plane's binaries (make cluster-bin).
 ## make bench BENCH_N=1000 for a shorter run (about 10 minutes);
 ## BENCH_KIND=chart measures the BenchApp served by a Helm chart
