@@ -383,25 +383,44 @@ func controllerTable(w func(string, ...any), n float64, r runResult) {
 		w("### A hand-written controller beside them: one run\n\n")
 	}
 	w("What watching costs any controller (the controller against the limit), and what the template engine costs on top of ")
-	w("a controller written for one kind (the operator against the controller).\n\n")
-	w("| figure | hand-written controller | operator | limit | operator ÷ controller | controller ÷ limit |\n|---|---|---|---|---|---|\n")
-	row := func(name string, figure func(*subject) float64, format string) {
+	w("a controller written for one kind (the operator against the controller). The goals are issue 36's, on the ratio of the ")
+	w("medians: the operator at most as slow as the controller, and at most 0.8× its CPU and its peak RSS ")
+	w("([performance.md](performance.md) says what stands in the way where one is not met).\n\n")
+	w("| figure | goal, operator ÷ controller | hand-written controller | operator | limit | operator ÷ controller | controller ÷ limit |\n|---|---|---|---|---|---|---|\n")
+	row := func(name string, goal float64, figure func(*subject) float64, format string) {
 		c, o, l := spreadOf(ctl, figure), spreadOf(ops, figure), spreadOf(lims, figure)
-		w("| %s | %s | %s | %s | %s | %s |\n", name, spreadCell(c, format), spreadCell(o, format), spreadCell(l, format), ratioOf(o, c), ratioOf(c, l))
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", name, controllerVerdict(goal, o, c), spreadCell(c, format), spreadCell(o, format), spreadCell(l, format), ratioOf(o, c), ratioOf(c, l))
 	}
-	row("cold convergence, all N objects (s)", func(s *subject) float64 { return s.ColdSeconds }, "%.2f")
-	row("requests per object, cold (reads included)", func(s *subject) float64 { return float64(s.Cold.Measured) / n }, "%.3f")
+	row("cold convergence, all N objects (s)", goalControllerTime, func(s *subject) float64 { return s.ColdSeconds }, "%.2f")
+	row("requests per object, cold (reads included)", 0, func(s *subject) float64 { return float64(s.Cold.Measured) / n }, "%.3f")
 	if hasFigure(ctl, ops, func(s *subject) bool { return s.ColdCPUSeconds > 0 }) {
-		row("CPU time of the process, cold (s)", func(s *subject) float64 { return s.ColdCPUSeconds }, "%.2f")
+		row("CPU time of the process, cold (s)", goalControllerCPU, func(s *subject) float64 { return s.ColdCPUSeconds }, "%.2f")
 	}
 	if hasFigure(ctl, ops, func(s *subject) bool { return s.PeakRSSBytes > 0 }) {
-		row("peak RSS (MiB)", func(s *subject) float64 { return mib(s.PeakRSSBytes) }, "%.1f")
+		row("peak RSS (MiB)", goalControllerRSS, func(s *subject) float64 { return mib(s.PeakRSSBytes) }, "%.1f")
 	}
 	if hasFigure(ctl, ops, func(s *subject) bool { return s.RSSAnonBytes > 0 }) {
-		row("… resident then: anonymous (MiB)", func(s *subject) float64 { return mib(s.RSSAnonBytes) }, "%.1f")
-		row("… resident then: file pages (MiB)", func(s *subject) float64 { return mib(s.RSSFileBytes) }, "%.1f")
+		row("… resident then: anonymous (MiB)", 0, func(s *subject) float64 { return mib(s.RSSAnonBytes) }, "%.1f")
+		row("… resident then: file pages (MiB)", 0, func(s *subject) float64 { return mib(s.RSSFileBytes) }, "%.1f")
 	}
 	w("\n")
+}
+
+// The goals of issue 36 ("lighter than a hand-written controller"), on the
+// operator's median over the hand-written controller's.
+const (
+	goalControllerTime = 1.0
+	goalControllerCPU  = 0.8
+	goalControllerRSS  = 0.8
+)
+
+// controllerVerdict is the cell of a goal on the operator's median o over
+// the controller's c; empty for no goal.
+func controllerVerdict(goal float64, o, c spread) string {
+	if goal == 0 || o.Runs == 0 || c.Runs == 0 || c.Median == 0 {
+		return ""
+	}
+	return verdict(fmt.Sprintf("≤ %.1f×", goal), o.Median/c.Median <= goal)
 }
 
 // runsTable lists each cold run in the order run: limit 1, operator 1,

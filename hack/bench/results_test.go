@@ -186,8 +186,10 @@ func TestRenderControllerRuns(t *testing.T) {
 			controllers: []*subject{cold(13, 3.0, 50), cold(14, 3.25, 52), cold(15, 3.5, 54)},
 			want: []string{
 				"### A hand-written controller beside them: median of 3 runs (least–greatest)",
-				"| CPU time of the process, cold (s) | 3.25 (3.00–3.50) | 3.90 (3.60–4.20) | 2.20 (2.00–2.40) | 1.20× | 1.48× |",
-				"| peak RSS (MiB) | 52.0 (50.0–54.0) | 63.0 (62.0–64.0) | 41.0 (40.0–42.0) | 1.21× | 1.27× |",
+				"| CPU time of the process, cold (s) | ≤ 0.8× ❌ not met | 3.25 (3.00–3.50) | 3.90 (3.60–4.20) | 2.20 (2.00–2.40) | 1.20× | 1.48× |",
+				"| peak RSS (MiB) | ≤ 0.8× ❌ not met | 52.0 (50.0–54.0) | 63.0 (62.0–64.0) | 41.0 (40.0–42.0) | 1.21× | 1.27× |",
+				"| requests per object, cold (reads included) |  |",
+				"| cold convergence, all N objects (s) | ≤ 1.0× ✅ met | 14.00 (13.00–15.00) | 13.00 (12.00–14.00) |",
 				"| 2 | hand-written controller | 0.00 | 14.00 |",
 				"- **The hand-written controller** (hack/bench/cmd/controller, a child process: a binary of its own; with `-controller`)",
 			},
