@@ -108,7 +108,8 @@ bench: cluster-bin
 ## bench-30k: how the cost grows past make bench's N: the operator, the
 ## hand-written controller and the limit at BENCH_30K_N objects, one cold
 ## run each on a fresh control plane, then the operator's and the limit's
-## later phases without the burst (about an hour on 2 cores); writes
+## later phases without the burst (about two hours on 2 cores, most of it
+## the control plane allocating 30,000 Services' ClusterIPs); writes
 ## docs/benchmarks-30k.{md,json,png}, then renders docs/benchmarks.md again so
 ## that its table "How the cost grows with N" and docs/benchmarks-growth.png
 ## have this N beside make bench's (docs/performance.md).
