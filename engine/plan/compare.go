@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,7 +45,7 @@ func (p *planner) compare(ctx context.Context, r *rendered) {
 		}
 		r.out.Children = append(r.out.Children, ch)
 	}
-	r.out.Children = append(r.out.Children, p.pruned(p.live[uid], keep)...)
+	r.out.Children = append(r.out.Children, p.pruned(r, p.live[uid], keep)...)
 	if st, err := p.status(ctx, r, after); err != nil {
 		r.out.Error = "status: " + err.Error()
 	} else {
@@ -240,19 +241,40 @@ func mergeValue(dst, src any) any {
 
 // pruned are the parent's live children that no planned child keeps, as
 // the prune step picks them: not being deleted, not prune: disabled, not
-// kept by the kind's format.
-func (p *planner) pruned(owned map[apply.Key]*unstructured.Unstructured, keep map[apply.Key]bool) []Child {
+// kept by the kind's format. The deletion guard decides as the reconcile's
+// does (reconcile.Guard): a prune it holds back is listed, marked Held,
+// and r's object carries the hold.
+func (p *planner) pruned(r *rendered, owned map[apply.Key]*unstructured.Unstructured, keep map[apply.Key]bool) []Child {
 	if !p.kind.Pruning() {
 		return nil
 	}
-	var out []Child
-	for _, k := range slices.SortedFunc(maps.Keys(owned), func(a, b apply.Key) int { return strings.Compare(a.String(), b.String()) }) {
-		o := owned[k]
-		if keep[k] || o.GetDeletionTimestamp() != nil || ownership.PruneDisabled(o) || p.kind.Kept(o) {
-			continue
+	existing := make(map[apply.Key]apply.Child, len(owned))
+	candidates := map[apply.Key]apply.Child{}
+	for k, o := range owned {
+		existing[k] = o
+		if !keep[k] && o.GetDeletionTimestamp() == nil && !ownership.PruneDisabled(o) && !p.kind.Kept(o) {
+			candidates[k] = o
 		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	delay := p.opts.PruneConfirmDelay
+	if delay <= 0 {
+		delay = reconcile.DefaultPruneConfirmDelay
+	}
+	hold := reconcile.Guard(p.kind, r.obj, r.plan.EmptyLists, existing, candidates, len(keep)+len(candidates), p.now, delay)
+	if hold != nil {
+		r.out.PruneHeld = &Hold{Reason: hold.Reason, Message: hold.Message(), Since: hold.Since, Until: hold.Until, Begins: hold.Begins}
+	}
+	var out []Child
+	for _, k := range slices.SortedFunc(maps.Keys(candidates), func(a, b apply.Key) int { return strings.Compare(a.String(), b.String()) }) {
+		o := owned[k]
 		ch := Child{Template: o.GetAnnotations()[ownership.AnnotationTemplate], APIVersion: o.GetAPIVersion(), Kind: o.GetKind(),
-			Namespace: o.GetNamespace(), Name: o.GetName(), Action: Prune}
+			Namespace: o.GetNamespace(), Name: o.GetName(), Action: Prune, Held: hold != nil}
+		if hold != nil {
+			ch.Note = "held back by the deletion guard until " + hold.Until.UTC().Format(time.RFC3339)
+		}
 		var err error
 		shown, _ := maskSecrets(ch.Kind, ch.APIVersion, Clean(o.Object), nil)
 		if ch.Diff, err = Unified(ch.Label(), shown, nil); err != nil {

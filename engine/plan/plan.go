@@ -62,6 +62,9 @@ type Child struct {
 	// Error is why this child cannot be planned (a conflict with an object
 	// that is not the parent's, a request the API server refused).
 	Error string `json:"error,omitempty"`
+	// Held is set on a pruned child whose deletion the deletion guard
+	// holds back (Object.PruneHeld): the reconcile leaves it for now.
+	Held bool `json:"held,omitempty"`
 }
 
 // Label names the child as the summary does: "Kind ns/name".
@@ -97,6 +100,24 @@ type Object struct {
 	// a reconcile writes nothing for it but its Suspended condition, so
 	// the plan lists no change; "" when it is not.
 	Suspended string `json:"suspended,omitempty"`
+	// PruneHeld is the deletion guard holding the object's prune back
+	// (reconcile.Guard); nil when the prune, if any, goes ahead.
+	PruneHeld *Hold `json:"pruneHeld,omitempty"`
+}
+
+// Hold is the deletion guard holding a prune back: the children it would
+// delete (those marked Held) stay until a render after Until agrees.
+type Hold struct {
+	// Reason and Message are the PruneHeld condition's.
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+	// Begins is true when the hold begins with this reconcile: it records
+	// the hold on the object (its prune-held annotation, the PruneHeld
+	// condition) and in a Warning Event. A hold that began earlier writes
+	// nothing new.
+	Begins bool `json:"begins,omitempty"`
 }
 
 // Counts are an object's changes by action.
@@ -104,6 +125,8 @@ type Counts struct {
 	Change int `json:"change"`
 	Create int `json:"create"`
 	Prune  int `json:"prune"`
+	// Held are the prunes the deletion guard holds back, not in Prune.
+	Held   int `json:"held,omitempty"`
 	Errors int `json:"errors"`
 }
 
@@ -112,6 +135,7 @@ func (c *Counts) Add(o Counts) {
 	c.Change += o.Change
 	c.Create += o.Create
 	c.Prune += o.Prune
+	c.Held += o.Held
 	c.Errors += o.Errors
 }
 
@@ -129,6 +153,8 @@ func (o *Object) Counts() Counts {
 			c.Change++
 		case ch.Action == Create:
 			c.Create++
+		case ch.Action == Prune && ch.Held:
+			c.Held++
 		case ch.Action == Prune:
 			c.Prune++
 		}
@@ -147,10 +173,12 @@ func (o *Object) DriftReported() bool {
 	return false
 }
 
-// Changed reports whether a reconcile of o would write anything.
+// Changed reports whether a reconcile of o would write anything, or a
+// later one would delete the children whose prune the deletion guard
+// holds back now: a plan that would delete children is never "no change".
 func (o *Object) Changed() bool {
 	c := o.Counts()
-	return c.Change+c.Create+c.Prune > 0 || o.Status != nil || o.Finalizer != ""
+	return c.Change+c.Create+c.Prune+c.Held > 0 || o.Status != nil || o.Finalizer != ""
 }
 
 // Options are how a plan is made: as the operator would reconcile.
@@ -176,6 +204,10 @@ type Options struct {
 	// Inventory gives the child kinds the kind has ever applied, the
 	// prune's scope beside the planned kinds; nil: the planned kinds only.
 	Inventory reconcile.Inventory
+	// PruneConfirmDelay is the operator's (run --prune-confirm-delay): how
+	// long the deletion guard holds a prune back. 0:
+	// reconcile.DefaultPruneConfirmDelay.
+	PruneConfirmDelay time.Duration
 	// Workers plan objects at once (default 8).
 	Workers int
 	// Local compares every child locally, with no dry-run request.

@@ -74,7 +74,7 @@ func (r *Reconciler) unstable(ctx context.Context, obj *unstructured.Unstructure
 			changed = append(changed, i)
 		}
 	}
-	if len(changed) == 0 || !r.stable(obj) {
+	if len(changed) == 0 || !stable(r.Kind, obj) {
 		return nil, ""
 	}
 	again, err := MakePlan(ctx, r.Kind, obj, in, r.Cluster, r.Client.Namespaced, r.policy())

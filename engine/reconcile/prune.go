@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tmplop/operator/engine/apply"
+	"github.com/tmplop/operator/engine/catalog"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/status"
 )
@@ -102,20 +103,74 @@ func (r *Reconciler) pruneScope(ctx context.Context, plan *Plan) ([]*meta.RESTMa
 	return out, nil
 }
 
-// guard is the deletion guard. A reconcile that would delete more than
+// guard is the deletion guard's decision (Guard) as the reconcile acts on
+// it: a hold that begins now is told in a Warning Event; a hold becomes the
+// parent's PruneHeld condition and its AnnotationPruneHeld record.
+func (r *Reconciler) guard(obj *unstructured.Unstructured, plan *Plan, existing, candidates map[apply.Key]apply.Child, total int, now time.Time) (pruneOutcome, bool) {
+	h := Guard(r.Kind, obj, plan.EmptyLists, existing, candidates, total, now, r.pruneConfirmDelay())
+	if h == nil {
+		return pruneOutcome{}, false
+	}
+	if h.Begins {
+		r.Recorder.Eventf(obj, corev1.EventTypeWarning, "PruneHeld", "%s; waiting %s for a second render to agree", h.Why, h.Until.Sub(h.Since))
+	}
+	cond := status.PruneHeld(h.Reason, h.Message(), obj.GetGeneration(), metav1.NewTime(h.Since.UTC().Truncate(time.Second)))
+	return pruneOutcome{held: &cond, meta: h.Record(), requeue: h.Until.Sub(now)}, true
+}
+
+// Hold is the deletion guard holding a prune back.
+type Hold struct {
+	// Reason is the PruneHeld condition's (status.ReasonMassDeletion,
+	// status.ReasonLookupEmpty); Why says it in a sentence.
+	Reason, Why string
+	// Keys are the children the prune would delete, sorted.
+	Keys []apply.Key
+	// Fingerprint identifies Keys: a later render confirms the prune only
+	// if it would delete the very same children.
+	Fingerprint string
+	// Since is when the hold began; Until when a render that agrees
+	// confirms the prune.
+	Since, Until time.Time
+	// Begins is true when the parent records no hold of these children
+	// yet: this render starts the clock.
+	Begins bool
+}
+
+// Record is the parent's AnnotationPruneHeld value for h.
+func (h *Hold) Record() string { return h.Fingerprint + " " + h.Since.UTC().Format(time.RFC3339Nano) }
+
+// Message is the PruneHeld condition's message: why, which children (ten
+// at most), and until when.
+func (h *Hold) Message() string {
+	names := make([]string, 0, min(len(h.Keys), 10))
+	for _, k := range h.Keys[:min(len(h.Keys), 10)] {
+		names = append(names, k.String())
+	}
+	if len(h.Keys) > 10 {
+		names = append(names, fmt.Sprintf("and %d more", len(h.Keys)-10))
+	}
+	return fmt.Sprintf("%s (%s); holding the deletion until a render after %s agrees",
+		h.Why, strings.Join(names, ", "), h.Until.UTC().Format(time.RFC3339))
+}
+
+// Guard is the deletion guard. A reconcile that would delete more than
 // half of the parent's children (and more than one) while its spec has
 // not changed, or every child a template rendered from a list lookup that
-// now returns no items, is more likely a cache, a discovery hiccup or a
-// template mistake than an intent. Such a prune waits: the parent records
-// when it began (AnnotationPruneHeld) and says so (PruneHeld), and a second
-// render at least PruneConfirmDelay later that would delete the very same
-// children confirms it.
+// now returns no items (emptyLists: render.Result's), is more likely a
+// cache, a discovery hiccup or a template mistake than an intent. Such a
+// prune waits: the parent records when it began (AnnotationPruneHeld) and
+// says so (PruneHeld), and a second render at least delay later that would
+// delete the very same children confirms it. Guard returns the hold, or
+// nil when the prune goes ahead (nothing to guard, or confirmed). It reads
+// only its arguments, so that operator plan decides as the reconcile does.
 //
-// total is the number of children the parent has: the rendered ones (just
-// applied, whether or not the caches have seen them yet) and the candidates.
-func (r *Reconciler) guard(obj *unstructured.Unstructured, plan *Plan, existing, candidates map[apply.Key]apply.Child, total int, now time.Time) (pruneOutcome, bool) {
+// existing are the parent's children, candidates those the prune would
+// delete; total is the number of children the parent has: the rendered
+// ones (just applied, whether or not the caches have seen them yet) and
+// the candidates.
+func Guard(kind *catalog.Kind, obj *unstructured.Unstructured, emptyLists []string, existing, candidates map[apply.Key]apply.Child, total int, now time.Time, delay time.Duration) *Hold {
 	reason, why := "", ""
-	for _, f := range plan.EmptyLists {
+	for _, f := range emptyLists {
 		n, gone := 0, 0
 		for k, o := range existing {
 			if o.GetAnnotations()[ownership.AnnotationTemplate] == f {
@@ -130,36 +185,22 @@ func (r *Reconciler) guard(obj *unstructured.Unstructured, plan *Plan, existing,
 			break
 		}
 	}
-	if reason == "" && len(candidates) > 1 && 2*len(candidates) > total && r.stable(obj) {
+	if reason == "" && len(candidates) > 1 && 2*len(candidates) > total && stable(kind, obj) {
 		reason, why = status.ReasonMassDeletion, fmt.Sprintf("%d of %d children would be deleted without a change of spec", len(candidates), total)
 	}
 	if reason == "" {
-		return pruneOutcome{}, false
+		return nil
 	}
 	keys := slices.SortedFunc(maps.Keys(candidates), func(a, b apply.Key) int { return strings.Compare(a.String(), b.String()) })
-	fp := fingerprint(keys)
-	delay := r.pruneConfirmDelay()
-	since := now
-	if prev, at, ok := parseHeld(obj.GetAnnotations()[AnnotationPruneHeld]); ok && prev == fp {
-		since = at
+	h := &Hold{Reason: reason, Why: why, Keys: keys, Fingerprint: fingerprint(keys), Since: now, Begins: true}
+	if prev, at, ok := parseHeld(obj.GetAnnotations()[AnnotationPruneHeld]); ok && prev == h.Fingerprint {
+		h.Since, h.Begins = at, false
+		if now.Sub(at) >= delay {
+			return nil // a second render agrees: prune
+		}
 	}
-	if elapsed := now.Sub(since); since != now && elapsed >= delay {
-		return pruneOutcome{}, false // a second render agrees: prune
-	}
-	if since == now {
-		r.Recorder.Eventf(obj, corev1.EventTypeWarning, "PruneHeld", "%s; waiting %s for a second render to agree", why, delay)
-	}
-	names := make([]string, 0, min(len(keys), 10))
-	for _, k := range keys[:min(len(keys), 10)] {
-		names = append(names, k.String())
-	}
-	if len(keys) > 10 {
-		names = append(names, fmt.Sprintf("and %d more", len(keys)-10))
-	}
-	msg := fmt.Sprintf("%s (%s); holding the deletion until a render after %s agrees",
-		why, strings.Join(names, ", "), since.Add(delay).UTC().Format(time.RFC3339))
-	cond := status.PruneHeld(reason, msg, obj.GetGeneration(), metav1.NewTime(since.UTC().Truncate(time.Second)))
-	return pruneOutcome{held: &cond, meta: fp + " " + since.UTC().Format(time.RFC3339Nano), requeue: since.Add(delay).Sub(now)}, true
+	h.Until = h.Since.Add(delay)
+	return h
 }
 
 func fingerprint(keys []apply.Key) string {

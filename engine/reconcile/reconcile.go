@@ -259,8 +259,8 @@ func (r *Reconciler) writeFailed(obj metav1.Object, err error) {
 // reports after a reconcile that got through the applies. Built-in kinds
 // carry no such record; their spec is taken as unchanged, so the guards
 // that depend on it err on the side of holding back.
-func (r *Reconciler) stable(obj *unstructured.Unstructured) bool {
-	if r.Kind.BuiltIn() {
+func stable(kind *catalog.Kind, obj *unstructured.Unstructured) bool {
+	if kind.BuiltIn() {
 		return true
 	}
 	c := status.Find(statusOf(obj), status.ConditionReconciled)

@@ -27,8 +27,9 @@ func Condition(obj *unstructured.Unstructured, typ string) metav1.Condition {
 		}
 		s := func(k string) string { v, _ := m[k].(string); return v }
 		gen, _ := m["observedGeneration"].(int64)
+		since, _ := time.Parse(time.RFC3339, s("lastTransitionTime"))
 		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(s("status")), Reason: s("reason"),
-			Message: s("message"), ObservedGeneration: gen}
+			Message: s("message"), ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(since)}
 	}
 	return metav1.Condition{}
 }

@@ -283,6 +283,33 @@ func installCRD(t *testing.T) {
 	}
 }
 
+// servedV1 makes a namespace of objects of the names (size 1) and a
+// templates directory of the v1 folder, and runs the operator (with
+// extra flags) until every object is reconciled from it, then stops it.
+func servedV1(t *testing.T, names []string, extra ...string) (ns, templates string) {
+	t.Helper()
+	installCRD(t)
+	ns = env.Namespace(t)
+	templates = t.TempDir()
+	copyFolder(t, "v1", templates)
+	for _, name := range names {
+		env.CreateSpec(t, planApps, "PlanApp", ns, name, map[string]any{"size": int64(1)})
+	}
+	op := runOperator(t, ns, templates, extra...)
+	cluster.Eventually(t, 2*time.Minute, "every object reconciled from v1", func(ctx context.Context) (bool, error) {
+		return allReconciled(ctx, ns)
+	})
+	stop(t, op)
+	return ns, templates
+}
+
+// runOperator starts the operator on the templates, watching ns.
+func runOperator(t *testing.T, ns, templates string, extra ...string) *harness.Operator {
+	t.Helper()
+	return harness.StartOperator(t, bin, append([]string{"run", "--kubeconfig", env.Kubeconfig, "--templates", templates,
+		"--namespace", ns, "--state-namespace", ns, "--field-manager", manager}, extra...)...)
+}
+
 func copyFolder(t *testing.T, version, templates string) {
 	t.Helper()
 	if err := os.CopyFS(filepath.Join(templates, "planapp"), os.DirFS(filepath.Join("testdata", version, "planapp"))); err != nil {
@@ -304,10 +331,11 @@ func runPlan(t *testing.T, ns, templates string) (code int, stdout, stderr strin
 	return runPlanAs(t, env.Kubeconfig, ns, templates)
 }
 
-func runPlanAs(t *testing.T, kubeconfig, ns, templates string) (code int, stdout, stderr string) {
+// runPlanAs runs operator plan as kubeconfig's identity, with extra flags.
+func runPlanAs(t *testing.T, kubeconfig, ns, templates string, extra ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(bin, "plan", "--kubeconfig", kubeconfig, "--templates", templates, "--kind", "PlanApp",
-		"-n", ns, "--state-namespace", ns, "--field-manager", manager, "-o", "json")
+	cmd := exec.Command(bin, append([]string{"plan", "--kubeconfig", kubeconfig, "--templates", templates, "--kind", "PlanApp",
+		"-n", ns, "--state-namespace", ns, "--field-manager", manager, "-o", "json"}, extra...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -1,22 +1,18 @@
 package plan
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/plan"
-	"github.com/tmplop/operator/test/cluster"
-	"github.com/tmplop/operator/test/harness"
 )
 
 // TestPlanSuspendedAndDrifted: the plan says what the reconcile does with
@@ -26,19 +22,7 @@ import (
 // (unchanged, with the path).
 func TestPlanSuspendedAndDrifted(t *testing.T) {
 	ctx := t.Context()
-	installCRD(t)
-	ns := env.Namespace(t)
-	templates := t.TempDir()
-	copyFolder(t, "v1", templates)
-	for _, name := range []string{"held", "edited", "calm"} {
-		env.CreateSpec(t, planApps, "PlanApp", ns, name, map[string]any{"size": int64(1)})
-	}
-	op := harness.StartOperator(t, bin, "run", "--kubeconfig", env.Kubeconfig, "--templates", templates,
-		"--namespace", ns, "--state-namespace", ns, "--field-manager", manager)
-	cluster.Eventually(t, 2*time.Minute, "every object reconciled", func(ctx context.Context) (bool, error) {
-		return allReconciled(ctx, ns)
-	})
-	stop(t, op)
+	ns, templates := servedV1(t, []string{"held", "edited", "calm"})
 
 	suspend := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, ownership.AnnotationSuspend)
 	if _, err := env.Resource(planApps, ns).Patch(ctx, "held", types.MergePatchType, []byte(suspend), metav1.PatchOptions{}); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/tmplop/operator/engine/layout"
 	"github.com/tmplop/operator/engine/ownership"
 	"github.com/tmplop/operator/engine/plan"
+	"github.com/tmplop/operator/engine/reconcile"
 	"github.com/tmplop/operator/engine/render"
 	"github.com/tmplop/operator/engine/revision"
 )
@@ -45,6 +46,7 @@ type planFlags struct {
 	output         string
 	color          string
 	budget         render.Budget
+	pruneDelay     time.Duration
 }
 
 // Exit codes of operator plan, as kubectl diff's.
@@ -98,6 +100,7 @@ See docs/plan.md.`,
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	fl.StringVar(&f.color, "color", "auto", "colour the diffs: auto (on a terminal), always, never")
 	fl.DurationVar(&f.budget.Timeout, "render-timeout", render.DefaultTimeout, "as run's: wall time of one render")
+	fl.DurationVar(&f.pruneDelay, "prune-confirm-delay", reconcile.DefaultPruneConfirmDelay, "the operator's run --prune-confirm-delay: how long its deletion guard holds back a prune that would delete most of an object's children")
 	return cmd
 }
 
@@ -146,6 +149,24 @@ type planTotal struct {
 	Drifted   int `json:"drifted,omitempty"`
 	// Seconds is how long the plan took.
 	Seconds float64 `json:"seconds"`
+}
+
+// add counts o in t.
+func (t *planTotal) add(o *plan.Object) {
+	t.Objects++
+	t.Add(o.Counts())
+	if o.Status != nil {
+		t.Status++
+	}
+	if o.Changed() {
+		t.Changed++
+	}
+	if o.Suspended != "" {
+		t.Suspended++
+	}
+	if o.DriftReported() {
+		t.Drifted++
+	}
 }
 
 func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name string) error {
@@ -214,7 +235,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 			continue
 		}
 		opts := plan.Options{
-			Client: client, Manager: f.fieldManager, Budget: f.budget, Inventory: inv, Workers: f.workers, Local: f.local,
+			Client: client, Manager: f.fieldManager, Budget: f.budget, Inventory: inv, Workers: f.workers, Local: f.local, PruneConfirmDelay: f.pruneDelay,
 			Bounds: ownership.Bounds{Namespace: f.watchNamespace, Protected: f.protected}, Warn: warn,
 		}
 		opts.Revision = plannedRevision(ctx, revisions, client, k, warn)
@@ -252,20 +273,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, f *planFlags, name stri
 		}
 		for i := range planned {
 			o := &planned[i]
-			report.Total.Objects++
-			report.Total.Add(o.Counts())
-			if o.Status != nil {
-				report.Total.Status++
-			}
-			if o.Changed() {
-				report.Total.Changed++
-			}
-			if o.Suspended != "" {
-				report.Total.Suspended++
-			}
-			if o.DriftReported() {
-				report.Total.Drifted++
-			}
+			report.Total.add(o)
 			if o.Changed() || o.Error != "" || o.Counts().Errors > 0 || o.Suspended != "" || o.DriftReported() {
 				o.Children = slices.DeleteFunc(o.Children, func(c plan.Child) bool { return c.Action == plan.Unchanged && c.Error == "" && c.Note == "" })
 				o.Kind = k.Name // the folder's name leads the summary line

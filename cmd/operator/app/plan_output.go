@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/tmplop/operator/engine/plan"
 )
@@ -35,6 +36,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 			id = o.Kind + "/" + o.Namespace + "/" + o.Name
 		}
 		fmt.Fprintf(w, "%s: %d to change, %d to create, %d to prune", paint(ansiBold, id), c.Change, c.Create, c.Prune)
+		if c.Held > 0 {
+			fmt.Fprintf(w, ", %d held back", c.Held)
+		}
 		if o.Status != nil {
 			fmt.Fprint(w, ", status changes")
 		}
@@ -47,6 +51,13 @@ func writePlan(w io.Writer, r planReport, color bool) {
 		}
 		if o.Finalizer != "" {
 			fmt.Fprintln(w, paint(ansiYellow, "  + finalizer "+o.Finalizer))
+		}
+		if h := o.PruneHeld; h != nil {
+			when := "since " + h.Since.UTC().Format(time.RFC3339)
+			if h.Begins {
+				when = "from this reconcile"
+			}
+			fmt.Fprintf(w, "  %s %s (%s, %s): %s\n", paint(ansiYellow, "prune held"), "by the deletion guard", h.Reason, when, h.Message)
 		}
 		for _, ch := range o.Children {
 			sign, code := "~", ansiYellow
@@ -97,6 +108,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 	}
 	if t.Drifted > 0 {
 		fmt.Fprintf(w, ", %d drifted (reported, left as they are)", t.Drifted)
+	}
+	if t.Held > 0 {
+		fmt.Fprintf(w, ", %d prunes held back by the deletion guard", t.Held)
 	}
 	fmt.Fprintf(w, " (%.1fs)\n", t.Seconds)
 }
