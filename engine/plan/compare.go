@@ -34,47 +34,78 @@ func (p *planner) compare(ctx context.Context, r *rendered) {
 	}
 	uid := string(r.obj.GetUID())
 	keep := map[apply.Key]bool{}
-	after := make([]*unstructured.Unstructured, 0, len(r.plan.Children))
-	for _, c := range r.plan.Children {
-		ch, key, planned := p.child(ctx, r.obj, c, p.live[uid])
-		if key != (apply.Key{}) {
-			keep[key] = true
+	// In the reconcile's order, each child after those it depends on: one
+	// that would wait for them is planned still (the change it waits to
+	// make), marked waiting, and left as it is for what comes after it.
+	gate := reconcile.NewGate(p.kind, r.plan)
+	children := make([]Child, len(r.plan.Children))
+	for _, i := range gate.Order() {
+		c := p.child(ctx, r, r.plan.Children[i], p.live[uid])
+		if c.key != (apply.Key{}) {
+			keep[c.key] = true
 		}
-		if planned != nil {
-			after = append(after, planned)
+		after := c.after
+		if why, waits := gate.Hold(i, c.upToDate, c.served); waits {
+			after = c.live
+			if c.out.Error == "" && (c.out.Action == Create || c.out.Action == Change) {
+				c.out.Waits = why
+			}
 		}
-		r.out.Children = append(r.out.Children, ch)
+		gate.Done(i, after)
+		children[i] = c.out
 	}
-	r.out.Children = append(r.out.Children, p.pruned(r, p.live[uid], keep)...)
-	if st, err := p.status(ctx, r, after); err != nil {
+	r.out.Children = append(children, p.pruned(r, p.live[uid], keep)...)
+	if st, err := p.status(ctx, r, gate); err != nil {
 		r.out.Error = "status: " + err.Error()
 	} else {
 		r.out.Status = st
 	}
 }
 
-// child plans one rendered child. It returns the key it holds (zero when
-// it cannot be mapped) and the object as it would be after the reconcile
-// (nil when unknown), which status.yaml sees.
-func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, c reconcile.Child, owned map[apply.Key]*unstructured.Unstructured) (Child, apply.Key, *unstructured.Unstructured) {
+// childPlan is one rendered child, planned.
+type childPlan struct {
+	out Child
+	// key is the child's (zero when it cannot be mapped).
+	key apply.Key
+	// live is the child as it is, after as it would be after its apply
+	// (nil when there is none, or it is unknown): what status.yaml sees,
+	// and the children that depend on it wait on.
+	live, after *unstructured.Unstructured
+	// upToDate: the operator skips it, with no request; served: its kind
+	// is served (not: its CRD is a child of the plan, not served yet).
+	upToDate, served bool
+}
+
+// child plans one rendered child of r.
+func (p *planner) child(ctx context.Context, r *rendered, c reconcile.Child, owned map[apply.Key]*unstructured.Unstructured) childPlan {
 	desired := c.Object
-	out := Child{Template: c.Template, APIVersion: desired.GetAPIVersion(), Kind: desired.GetKind(),
+	cp := childPlan{served: true}
+	out := &cp.out
+	*out = Child{Template: c.Template, APIVersion: desired.GetAPIVersion(), Kind: desired.GetKind(),
 		Namespace: desired.GetNamespace(), Name: desired.GetName(), Hook: desired.GetAnnotations()[helmHook]}
 	m, err := p.opts.Client.Mapping(desired.GroupVersionKind())
 	if err != nil {
+		if key, ok := r.plan.ServedByCRD(desired, err); ok {
+			// Its CRD is planned too: created once the CRD is served.
+			out.Action = Create
+			cp.key, cp.served = key, false
+			return cp
+		}
 		out.Error = err.Error()
-		return out, apply.Key{}, nil
+		return cp
 	}
-	key := apply.Key{GR: m.Resource.GroupResource(), Namespace: desired.GetNamespace(), Name: desired.GetName()}
-	live, err := p.liveChild(ctx, m, parent, desired, owned[key])
+	cp.key = apply.Key{GR: m.Resource.GroupResource(), Namespace: desired.GetNamespace(), Name: desired.GetName()}
+	live, err := p.liveChild(ctx, m, r.obj, desired, owned[cp.key])
 	if err != nil {
 		out.Error = err.Error()
-		return out, key, nil
+		return cp
 	}
+	cp.live, cp.after = live, live
 	if live != nil && unchanged(live, desired) {
 		// What the operator skips, with no request.
 		out.Action = Unchanged
-		return out, key, live
+		cp.upToDate = true
+		return cp
 	}
 	if live != nil && drifted(live, desired) {
 		// Applied as rendered, then edited by hand: kind.yaml's drift
@@ -87,7 +118,7 @@ func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, 
 			out.Action = Unchanged
 			out.Paths = Paths(Clean(live.Object), Clean(repaired))
 			out.Note = "drifted, reported and left as it is (drift: warn)"
-			return out, key, live
+			return cp
 		}
 		out.Note = "drifted: repaired"
 	}
@@ -99,7 +130,7 @@ func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, 
 	result, local, err := p.dryRun(ctx, m, desired, live)
 	if err != nil {
 		out.Error = err.Error()
-		return out, key, live
+		return cp
 	}
 	out.Local = local
 	var before map[string]any
@@ -113,7 +144,7 @@ func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, 
 	} else if out.Paths = Paths(before, planned); len(out.Paths) == 0 {
 		out.Action = Unchanged
 		out.Note = "applied again, the API server changes nothing"
-		return out, key, live
+		return cp
 	} else {
 		out.Action = Change
 	}
@@ -121,7 +152,8 @@ func (p *planner) child(ctx context.Context, parent *unstructured.Unstructured, 
 	if out.Diff, err = Unified(label, shownBefore, shownAfter); err != nil {
 		out.Error = fmt.Sprintf("diff: %v", err)
 	}
-	return out, key, result
+	cp.after = result
+	return cp
 }
 
 // liveChild is the object a child's apply would write over: the
@@ -286,15 +318,16 @@ func (p *planner) pruned(r *rendered, owned map[apply.Key]*unstructured.Unstruct
 }
 
 // status is the change of the parent's status a reconcile would write,
-// given its children as the plan leaves them (reconcile.Preview, the
-// reconcile's own status step); nil when it would write none. A built-in
-// kind's status is Kubernetes', never written.
-func (p *planner) status(ctx context.Context, r *rendered, children []*unstructured.Unstructured) (*Status, error) {
+// given its children as the plan leaves them (the gate's, with the waits
+// and a prune held back: the reconcile's own status step); nil when it
+// would write none. A built-in kind's status is Kubernetes', never
+// written.
+func (p *planner) status(ctx context.Context, r *rendered, gate *reconcile.Gate) (*Status, error) {
 	if p.kind.BuiltIn() {
 		return nil, nil
 	}
 	budget := p.kind.RenderBudget(p.opts.Budget)
-	rendered, conds, _, err := reconcile.Preview(ctx, p.kind, r.obj, children, r.lookup, p.now, budget)
+	rendered, conds, err := gate.Preview(ctx, r.obj, r.out.PruneHeld != nil, r.lookup, p.now, budget)
 	if err != nil {
 		return nil, err
 	}

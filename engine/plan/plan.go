@@ -65,6 +65,11 @@ type Child struct {
 	// Held is set on a pruned child whose deletion the deletion guard
 	// holds back (Object.PruneHeld): the reconcile leaves it for now.
 	Held bool `json:"held,omitempty"`
+	// Waits says what a child to create or change waits for (kind.yaml's
+	// dependsOn: a child it depends on that is not Current; or its CRD,
+	// a child too, not served yet): the reconcile makes the change once
+	// that is ready, not now.
+	Waits string `json:"waits,omitempty"`
 }
 
 // Label names the child as the summary does: "Kind ns/name".
@@ -126,8 +131,11 @@ type Counts struct {
 	Create int `json:"create"`
 	Prune  int `json:"prune"`
 	// Held are the prunes the deletion guard holds back, not in Prune.
-	Held   int `json:"held,omitempty"`
-	Errors int `json:"errors"`
+	Held int `json:"held,omitempty"`
+	// Waiting are the changes and creations (in Change and Create) that
+	// wait for what they depend on.
+	Waiting int `json:"waiting,omitempty"`
+	Errors  int `json:"errors"`
 }
 
 // Add adds o's counts to c.
@@ -136,6 +144,7 @@ func (c *Counts) Add(o Counts) {
 	c.Create += o.Create
 	c.Prune += o.Prune
 	c.Held += o.Held
+	c.Waiting += o.Waiting
 	c.Errors += o.Errors
 }
 
@@ -146,6 +155,9 @@ func (o *Object) Counts() Counts {
 		c.Errors++
 	}
 	for _, ch := range o.Children {
+		if ch.Waits != "" && ch.Error == "" && (ch.Action == Change || ch.Action == Create) {
+			c.Waiting++
+		}
 		switch {
 		case ch.Error != "":
 			c.Errors++

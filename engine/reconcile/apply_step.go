@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"github.com/tmplop/operator/engine/apply"
@@ -17,19 +16,14 @@ import (
 // appliedChildren is what the apply step leaves for the prune and status
 // steps.
 type appliedChildren struct {
-	// states and lives are per planned child, in plan order: its state
-	// (waiting, live, health) and the live object (nil when there is none).
-	states []childState
-	lives  []*unstructured.Unstructured
-	waits  []wait
+	// gate holds each planned child's state (waiting, live, health), the
+	// live object and the waits.
+	gate *Gate
 	// keep are the children the prune must keep: every planned one.
 	keep map[apply.Key]bool
 	// created are the children this reconcile created outside the
 	// namespace (verifyParent).
 	created map[apply.Key]apply.Child
-	// unserved is when to look again for a child whose CRD is Current but
-	// not served yet.
-	unserved time.Duration
 	// gone is set when the parent or its namespace is going away: nothing
 	// to report.
 	gone bool
@@ -46,22 +40,13 @@ type appliedChildren struct {
 // checks that a parent which got children outside its namespace still
 // exists.
 func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildren, error) {
-	a := &appliedChildren{
-		states: make([]childState, len(t.desired)), lives: make([]*unstructured.Unstructured, len(t.desired)),
-		keep: map[apply.Key]bool{}, created: map[apply.Key]apply.Child{},
-	}
-	for i, c := range t.plan.Children {
-		a.states[i] = childState{template: c.Template, label: label(c.Object), first: isFirst(c.Object)}
-	}
-	gates := map[string]*wait{}
-	for _, i := range applyOrder(t.plan.Children, t.plan.DependsOn) {
-		d, st := t.desired[i], &a.states[i]
+	a := &appliedChildren{gate: NewGate(r.Kind, t.plan), keep: map[apply.Key]bool{}, created: map[apply.Key]apply.Child{}}
+	for _, i := range a.gate.Order() {
+		d := t.desired[i]
 		a.keep[d.Key] = true
-		if !st.first && !d.UpToDate {
-			st.waiting = a.gate(t.plan.DependsOn, gates, st, d)
-		}
+		_, waiting := a.gate.Hold(i, d.UpToDate, d.Mapping != nil)
 		live := d.Live
-		if !st.waiting && !t.skip[i] {
+		if !waiting && !t.skip[i] {
 			recreated, why, err := r.recreate(ctx, t.plan.Children[i], d)
 			if err != nil {
 				return nil, fmt.Errorf("%s: recreate %s: %w", t.plan.Children[i].Template, d.Key, err)
@@ -69,9 +54,8 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 			if recreated {
 				// Created anew by the reconcile its deletion wakes; what
 				// depends on it waits for it meanwhile.
-				st.waiting, a.recreated = true, true
-				a.waits = append(a.waits, wait{template: st.template, dep: st.template,
-					on: st.label + ": deleted, to be created anew (" + why + ")"})
+				a.recreated = true
+				a.gate.Defer(i, "deleted, to be created anew ("+why+")")
 				continue
 			}
 			out, err := r.Applier.Apply(ctx, r.Client, d)
@@ -94,13 +78,10 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 				a.created[d.Key] = out.Live
 			}
 		}
-		a.lives[i] = live
-		if live != nil {
-			st.live, st.health = true, r.Kind.Health.Check(live)
-		}
+		a.gate.Done(i, live)
 	}
-	if len(a.waits) > 0 {
-		klog.FromContext(ctx).V(2).Info("Children wait for their dependencies", "waits", fmt.Sprint(a.waits))
+	if a.gate.Waiting() {
+		klog.FromContext(ctx).V(2).Info("Children wait for their dependencies", "waits", fmt.Sprint(a.gate.waits))
 	}
 	if err := r.verifyParent(ctx, t.obj, a.created); err != nil {
 		if errors.Is(err, errParentGone) {
@@ -110,26 +91,6 @@ func (r *Reconciler) applyChildren(ctx context.Context, t *trip) (*appliedChildr
 		return nil, err
 	}
 	return a, nil
-}
-
-// gate reports whether the child of st waits: for the children its
-// template depends on (once per template), or for its kind, whose CRD is
-// Current but not served by discovery yet.
-func (a *appliedChildren) gate(deps map[string][]string, gates map[string]*wait, st *childState, d *apply.Desired) bool {
-	w, seen := gates[st.template]
-	if !seen {
-		w = blocker(st.template, deps[st.template], a.states)
-		gates[st.template] = w
-		if w != nil {
-			a.waits = append(a.waits, *w)
-		}
-	}
-	if w == nil && d.Mapping == nil {
-		w = &wait{template: st.template, dep: st.template, on: st.label + ": its CustomResourceDefinition is not served yet"}
-		a.waits = append(a.waits, *w)
-		a.unserved = crdServeRetry
-	}
-	return w != nil
 }
 
 // recreateRetry is when a reconcile that deleted a child to create it anew

@@ -36,7 +36,7 @@ func (r *Reconciler) prepare(ctx context.Context, obj *unstructured.Unstructured
 	for _, c := range plan.Children {
 		m, err := r.Client.Mapping(c.Object.GroupVersionKind())
 		if err != nil {
-			if key, ok := plan.servedByCRD(c.Object, err); ok {
+			if key, ok := plan.ServedByCRD(c.Object, err); ok {
 				// Its CRD is a child too, applied first: the child waits
 				// for it (no mapping: it is not applied).
 				out = append(out, &apply.Desired{Key: key, Object: c.Object})

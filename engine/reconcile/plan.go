@@ -88,9 +88,10 @@ func (p *Plan) scope(base ownership.Scope) ownership.Scope {
 	}
 }
 
-// servedByCRD returns the key of child when mapping it failed because the
-// CRD that defines its kind is a child of the plan, not served yet.
-func (p *Plan) servedByCRD(child *unstructured.Unstructured, err error) (apply.Key, bool) {
+// ServedByCRD returns the key of child when mapping it failed because the
+// CRD that defines its kind is a child of the plan, not served yet: the
+// child waits for it.
+func (p *Plan) ServedByCRD(child *unstructured.Unstructured, err error) (apply.Key, bool) {
 	crd, ok := p.crds[child.GroupVersionKind().GroupKind()]
 	if !ok || !meta.IsNoMatchError(err) {
 		return apply.Key{}, false

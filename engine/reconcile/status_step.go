@@ -77,8 +77,7 @@ func Preview(ctx context.Context, kind *catalog.Kind, obj *unstructured.Unstruct
 // and one write of the status when it changed.
 func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildren, pruned pruneOutcome) (Result, error) {
 	obj := t.obj
-	st, err := statusStep{kind: r.Kind, obj: obj, states: applied.states, lives: applied.lives, waits: applied.waits, pruneHeld: pruned.held != nil,
-		lookup: t.lookup, now: t.now, budget: t.in.Budget}.render(ctx)
+	st, err := applied.gate.status(obj, pruned.held != nil, t.lookup, t.now, t.in.Budget).render(ctx)
 	if err != nil {
 		return Result{}, r.fail(ctx, obj, failed(status.ReasonStatusFailed, err))
 	}
@@ -100,12 +99,15 @@ func (r *Reconciler) report(ctx context.Context, t *trip, applied *appliedChildr
 	if c := r.driftCondition(obj, t.drifts, len(t.plan.Children)); c != nil {
 		conds = append(conds, *c)
 	}
-	r.Kind.Record(st.rendered, obj.Object, current(t.plan.objects(), applied.states))
+	r.Kind.Record(st.rendered, obj.Object, current(t.plan.objects(), applied.gate.states))
 	if err := r.writeStatus(ctx, obj, st.rendered, conds); err != nil {
 		return Result{}, err // the condition cannot be written either: retry
 	}
 	plan, sres := t.plan, st.result
-	again := applied.unserved
+	var again time.Duration
+	if applied.gate.unserved {
+		again = crdServeRetry
+	}
 	if applied.recreated {
 		again = Soonest(again, recreateRetry) // should its deletion's event have come already
 	}

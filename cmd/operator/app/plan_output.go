@@ -39,6 +39,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 		if c.Held > 0 {
 			fmt.Fprintf(w, ", %d held back", c.Held)
 		}
+		if c.Waiting > 0 {
+			fmt.Fprintf(w, " (%d waiting)", c.Waiting)
+		}
 		if o.Status != nil {
 			fmt.Fprint(w, ", status changes")
 		}
@@ -80,6 +83,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 			if ch.Hook != "" {
 				notes = append(notes, "runs hook "+ch.Hook)
 			}
+			if ch.Waits != "" {
+				notes = append(notes, ch.Waits)
+			}
 			if ch.Note != "" {
 				notes = append(notes, ch.Note)
 			}
@@ -111,6 +117,9 @@ func writePlan(w io.Writer, r planReport, color bool) {
 	}
 	if t.Held > 0 {
 		fmt.Fprintf(w, ", %d prunes held back by the deletion guard", t.Held)
+	}
+	if t.Waiting > 0 {
+		fmt.Fprintf(w, ", %d changes waiting for their dependencies", t.Waiting)
 	}
 	fmt.Fprintf(w, " (%.1fs)\n", t.Seconds)
 }

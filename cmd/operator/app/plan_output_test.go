@@ -11,8 +11,9 @@ import (
 )
 
 // TestWritePlan: the text a person reads, against a golden file: every
-// action, a note, an error, a suspended object, and the deletion guard's
-// hold, beginning with this reconcile and begun earlier.
+// action, a note, an error, a suspended object, a child that waits for
+// what it depends on, and the deletion guard's hold, beginning with this
+// reconcile and begun earlier.
 func TestWritePlan(t *testing.T) {
 	since := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
 	held := func(name string) plan.Child {
@@ -30,6 +31,8 @@ func TestWritePlan(t *testing.T) {
 					Action: plan.Create, Local: true},
 				{Template: "job.yaml", APIVersion: "batch/v1", Kind: "Job", Namespace: "ns", Name: "changed-hook",
 					Action: plan.Change, Hook: "pre-upgrade", Note: "deleted and created anew"},
+				{Template: "notes.yaml", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "changed-notes", Action: plan.Create,
+					Waits: "notes.yaml waits for deployment.yaml (Deployment/changed: InProgress: 1/2 available)"},
 				{APIVersion: "v1", Kind: "Secret", Namespace: "ns", Name: "changed-old", Action: plan.Prune},
 				{Template: "service.yaml", APIVersion: "v1", Kind: "Service", Namespace: "ns", Name: "changed",
 					Action: plan.Change, Error: "apply: the API server refused"},
@@ -60,5 +63,8 @@ func TestWritePlan(t *testing.T) {
 	}
 	if c := objects[1].Counts(); c.Prune != 0 || c.Held != 2 {
 		t.Errorf("counts of a held prune: %+v, want 0 to prune, 2 held", c)
+	}
+	if c := objects[0].Counts(); c.Create != 2 || c.Waiting != 1 {
+		t.Errorf("counts with a waiting creation: %+v, want 2 to create, 1 of them waiting", c)
 	}
 }
