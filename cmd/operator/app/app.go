@@ -57,6 +57,6 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	cmd.PersistentFlags().AddGoFlag(fs.Lookup("vmodule"))
 	cmd.AddCommand(NewRunCommand(), NewRenderCommand(out), NewVersionCommand(out), NewRBACCommand(), NewCreateCommand(),
 		NewLintCommand(), NewCRDCommand(), NewPlanCommand(out, errOut),
-		NewRolloutCommand(out, errOut))
+		NewRolloutCommand(out, errOut), NewMigrateCommand(out))
 	return cmd
 }
