@@ -72,6 +72,9 @@ type Options struct {
 	// operator makes the Secret at start, and a folder of several versions
 	// may come later as a ConfigMap.
 	Webhook bool
+	// WebhookSecret is run's --webhook-secret: the name of that Secret;
+	// "": WebhookSecretName.
+	WebhookSecret string
 	// Plan generates, instead of the operator's RBAC, the read-only roles
 	// of `operator plan` (PlanObjects); PlanDryRun adds the create and
 	// patch its dry-run applies need.
@@ -143,6 +146,9 @@ func (o *Options) defaults() {
 	if o.FieldManager == "" {
 		o.FieldManager = DefaultFieldManager
 	}
+	if o.WebhookSecret == "" {
+		o.WebhookSecret = WebhookSecretName
+	}
 }
 
 // Command is the command line that generates with o.
@@ -172,6 +178,9 @@ func (o Options) Command() string {
 	}
 	if o.Webhook {
 		args = append(args, "--webhook")
+	}
+	if o.WebhookSecret != WebhookSecretName {
+		args = append(args, "--webhook-secret", o.WebhookSecret)
 	}
 	if o.Plan {
 		args = append(args, "--plan")
@@ -358,11 +367,11 @@ func plan(o Options, folders []*Folder, res *Resources) *rbacPlan {
 		// selector on its name (kube.SecretListWatch), so that list and
 		// watch too can be restricted. Create cannot be (RBAC does not know
 		// the name of what is created); it reads nothing.
-		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbsWebhookSecret, ResourceNames: []string{WebhookSecretName}},
+		p.own.addNamed(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbsWebhookSecret, ResourceNames: []string{o.WebhookSecret}},
 			fmt.Sprintf("core/secrets %s [%s]: run --webhook-bind-address: the conversion webhook's CA and certificate, kept in this Secret that every replica serves",
-				WebhookSecretName, strings.Join(verbsWebhookSecret, " ")))
+				o.WebhookSecret, strings.Join(verbsWebhookSecret, " ")))
 		p.own.add(schema.GroupResource{Resource: "secrets"}, whyOwn,
-			"run --webhook-bind-address: creates the webhook's Secret "+WebhookSecretName+" (RBAC cannot restrict create by name; it reads nothing)", verbsCreate...)
+			"run --webhook-bind-address: creates the webhook's Secret "+o.WebhookSecret+" (RBAC cannot restrict create by name; it reads nothing)", verbsCreate...)
 	}
 	if def := o.DefaultServiceAccount; def != "" {
 		// Impersonated, and so the identity of every kind no account

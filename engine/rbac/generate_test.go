@@ -760,4 +760,25 @@ func TestWebhookSecret(t *testing.T) {
 	if got, want := (Options{Templates: "templates", Webhook: true}).Command(), "operator rbac --templates templates --webhook"; got != want {
 		t.Errorf("Command() = %q, want %q", got, want)
 	}
+
+	// Another name (run --webhook-secret, two operators in a namespace):
+	// that Secret alone, and the command says so.
+	folders, res := analyzed(t, "templates", "crds")
+	o := Options{Templates: "templates", Webhook: true, WebhookSecret: "second-webhook-cert"}
+	var named []string
+	for _, obj := range Objects(o, folders, res).Objects {
+		if r, ok := obj.Object.(*rbacv1.Role); ok && r.Name == DefaultName {
+			for _, rule := range r.Rules {
+				if slices.Contains(rule.Resources, "secrets") {
+					named = append(named, rule.ResourceNames...)
+				}
+			}
+		}
+	}
+	if !slices.Equal(named, []string{"second-webhook-cert"}) {
+		t.Errorf("Secrets named with --webhook-secret: %q, want [second-webhook-cert]", named)
+	}
+	if got, want := o.Command(), "operator rbac --templates templates --webhook --webhook-secret second-webhook-cert"; got != want {
+		t.Errorf("Command() = %q, want %q", got, want)
+	}
 }

@@ -20,6 +20,7 @@ type rbacFlags struct {
 	output         string
 	installCRDs    bool
 	webhook        bool
+	webhookSecret  string
 	plan           bool
 	planDryRun     bool
 }
@@ -58,7 +59,8 @@ scheme. The output is deterministic: regenerate it whenever the folders change.`
 	fl.StringVar(&f.name, "name", rbac.DefaultName, "name of the operator's roles and bindings, and prefix of the per-kind ones")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format (yaml)")
 	fl.BoolVar(&f.installCRDs, "install-crds", false, "also grant what run --install-crds needs: get and patch on exactly these folders' CRDs, and create")
-	fl.BoolVar(&f.webhook, "webhook", false, "also grant what run --webhook-bind-address without --webhook-cert-dir needs even when no folder has several versions: the Secret "+rbac.WebhookSecretName+" of its namespace, by name, and create")
+	fl.BoolVar(&f.webhook, "webhook", false, "also grant what run --webhook-bind-address without --webhook-cert-dir needs even when no folder has several versions: the Secret of its namespace (--webhook-secret), by name, and create")
+	fl.StringVar(&f.webhookSecret, "webhook-secret", rbac.WebhookSecretName, "run's --webhook-secret: the name of the Secret of the webhook's certificate")
 	fl.BoolVar(&f.plan, "plan", false, "print instead the read-only roles `operator plan` needs over these folders (a ClusterRole and the inventory's Role, unbound): its changed children are then compared locally")
 	fl.BoolVar(&f.planDryRun, "plan-dry-run", false, "as --plan, with the create and patch that its dry-run applies need (RBAC cannot grant a dry-run alone)")
 	_ = cmd.MarkFlagRequired("templates")
@@ -78,7 +80,7 @@ func runRBAC(cmd *cobra.Command, f *rbacFlags) error {
 	errOut := cmd.ErrOrStderr()
 	out, err := rbac.Generate(rbac.Options{
 		Templates: f.templates, CRDs: crds, Namespace: f.namespace, ServiceAccount: f.serviceAccount, Name: f.name,
-		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs, Webhook: f.webhook,
+		DefaultServiceAccount: f.defaultAccount, FieldManager: f.fieldManager, InstallCRDs: f.installCRDs, Webhook: f.webhook, WebhookSecret: f.webhookSecret,
 		Plan: f.plan, PlanDryRun: f.planDryRun,
 		Warn: func(msg string) { fmt.Fprintln(errOut, "Warning:", msg) },
 	})

@@ -38,6 +38,7 @@ type webhookFlags struct {
 	certDir       string
 	caPropagation time.Duration
 	migrationRate float64
+	secret        string
 }
 
 func addWebhookFlags(fl *pflag.FlagSet, f *webhookFlags) {
@@ -48,6 +49,7 @@ func addWebhookFlags(fl *pflag.FlagSet, f *webhookFlags) {
 	fl.StringVar(&f.service, "webhook-service", "", "with --install-crds, the Service the API server calls the conversion webhook through, namespace/name[:port] (deploy/ sets it); its names are in the certificate the operator makes")
 	fl.StringVar(&f.certDir, "webhook-cert-dir", "", "directory of the webhook's tls.crt, tls.key and ca.crt (a cert-manager Secret), read again when they change (default: a CA and a certificate the operator makes, kept in a Secret of --state-namespace that every replica serves)")
 	fl.DurationVar(&f.caPropagation, "webhook-ca-propagation", webhook.DefaultCAPropagation, "how long a new CA of the webhook's Secret is in the CRDs' caBundle before it signs the certificate served (the API server must trust it first); shorter only where the bundle reaches every CRD faster (--install-crds re-injects it at once)")
+	fl.StringVar(&f.secret, "webhook-secret", webhook.DefaultSecretName, "without --webhook-cert-dir, the Secret of --state-namespace that keeps the webhook's CA and certificate (operator rbac --webhook-secret grants it): one per operator sharing a namespace")
 	fl.Float64Var(&f.migrationRate, "storage-migration-rate", migrate.DefaultRate, "objects a second written back when a kind's storage version changes (--install-crds)")
 }
 
@@ -123,7 +125,7 @@ func startWebhook(ctx context.Context, f webhookFlags, client *kube.Client, stat
 	}
 	opts := webhook.Options{
 		Address: f.addr, Converters: conv, Observer: metrics.ConversionObserver(),
-		CertDir: f.certDir, Client: client, Namespace: stateNamespace, CAPropagation: f.caPropagation,
+		CertDir: f.certDir, Client: client, Namespace: stateNamespace, SecretName: f.secret, CAPropagation: f.caPropagation,
 	}
 	var svc *apiextensionsv1.ServiceReference
 	if f.service != "" {
