@@ -40,7 +40,9 @@
 //     and writes only a status that changed.
 //   - Apply children in order: CRDs and Namespaces first, then each
 //     template after those it dependsOn; a child waits (not applied, not
-//     pruned) until what it depends on is Current.
+//     pruned) until what it depends on is Current. The order and the
+//     waits (Gate) and the deletion guard's decision (Guard) are exported
+//     as such, so that operator plan decides as the reconcile does.
 //   - Write the parent's metadata only where needed (the finalizer for
 //     children outside its namespace, the prune-hold record), always with
 //     its UID as a precondition; never write the status of built-in kinds.

@@ -146,6 +146,13 @@ func markdown(rep *report, k benchapp.Kind, g *growth, others ...*report) []byte
 		w("without status.yaml's fields. The limit writes the same.\n\n")
 	}
 	w("Run: `%s` in hack/bench.\n\n", rep.Settings.Command)
+	if k.Chart == nil {
+		// The figures are what is left after the cuts; the cuts and what
+		// each bought are measured elsewhere, once, not by every run.
+		w("What was cut to get these figures, and what each cut bought, measured before and after: ")
+		w("[performance.md, \"What was cut, and what each cut bought\"](performance.md#what-was-cut-and-what-each-cut-bought); ")
+		w("the goals not met and what stands in the way: [\"What stands in the way\"](performance.md#what-stands-in-the-way).\n\n")
+	}
 	all := []*report{rep}
 	for _, o := range others {
 		// In the order of benchapp.Kinds, the folder first.
