@@ -108,7 +108,7 @@ bench: cluster-bin
 ## bench-30k: how the cost grows past make bench's N: the operator, the
 ## hand-written controller and the limit at BENCH_30K_N objects, one cold
 ## run each on a fresh control plane, then the operator's and the limit's
-## later phases without the burst (about two hours on 2 cores, most of it
+## later phases without the burst (about 90 minutes on 2 cores, most of it
 ## the control plane allocating 30,000 Services' ClusterIPs); writes
 ## docs/benchmarks-30k.{md,json,png}, then renders docs/benchmarks.md again so
 ## that its table "How the cost grows with N" and docs/benchmarks-growth.png
